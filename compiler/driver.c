@@ -1,0 +1,235 @@
+/* driver.c — the pipeline in one place:
+ *   load (parse + imports) → resolve → sema(kernel, generics) → lower → passes → codegen → PTX/cubin
+ * and the CLI commands built on it. */
+#include "driver.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool sema_fn_generic(Compilation *c, Item *fn);
+
+void driver_options_init(DriverOptions *o)
+{
+    memset(o, 0, sizeof *o);
+    o->opt_level = 3;
+    o->jobs = 1;
+    o->arch = "sm_90a";
+}
+
+const char *driver_llvm_version(void) { return "22"; }
+
+static void flush_diags(Compilation *c)
+{
+    if (c->diag.out.len)
+        fwrite(c->diag.out.data, 1, c->diag.out.len, stderr);
+    c->diag.out.len = 0;
+}
+
+static int exit_code(Compilation *c)
+{
+    if (c->diag.ice)
+        return 2;
+    return diag_has_errors(&c->diag) ? 1 : 0;
+}
+
+static bool load(Compilation *c, const DriverOptions *o, const char *file)
+{
+    comp_init(c);
+    c->include_dirs = o->include_dirs;
+    c->ninclude = o->ninclude;
+    c->defines = o->defines;
+    c->ndefines = o->ndefines;
+    c->diag.werror = o->werror;
+    if (!comp_load_file(c, file))
+        return false;
+    return comp_resolve(c);
+}
+
+/* every kernel: each declared specialisation, or a generic check when it declares none */
+static void check_all(Compilation *c)
+{
+    bool has_spec[4096] = {0};
+    for (int m = 0; m < c->nmodules; m++) {
+        Module *mod = c->modules[m];
+        for (int i = 0; i < mod->nitems; i++) {
+            Item *it = mod->items[i];
+            if (it->kind != IT_SPECIALIZE)
+                continue;
+            Item *k = NULL;
+            GenericArgs *args = tl_xmalloc(sizeof(GenericArgs) * TL_MAX_SPECIALIZATIONS);
+            int n = sema_expand_specialize(c, it, &k, args, TL_MAX_SPECIALIZATIONS);
+            for (int j = 0; j < n; j++) {
+                int errs = c->diag.nerrors;
+                sema_kernel(c, k, &args[j]);
+                if (c->diag.nerrors > errs) {
+                    StrBuf b = {0};
+                    sema_format_generic_args(&b, k, &args[j]);
+                    diag_note(&c->diag, it->loc, "in the specialisation %s<%s> declared here", k->name.s, b.data);
+                    sb_free(&b);
+                    break; /* one failing instance is enough to show */
+                }
+            }
+            if (k && k->sym && k->sym->id < 4096)
+                has_spec[k->sym->id] = true;
+            free(args);
+        }
+    }
+    for (int m = 0; m < c->nmodules; m++) {
+        Module *mod = c->modules[m];
+        for (int i = 0; i < mod->nitems; i++) {
+            Item *it = mod->items[i];
+            if (it->kind == IT_KERNEL && !(it->sym && it->sym->id < 4096 && has_spec[it->sym->id]))
+                sema_kernel(c, it, NULL);
+            else if (it->kind == IT_FN)
+                sema_fn_generic(c, it);
+        }
+    }
+}
+
+int driver_check(const DriverOptions *o, const char *file)
+{
+    Compilation c;
+    if (load(&c, o, file))
+        check_all(&c);
+    flush_diags(&c);
+    int rc = exit_code(&c);
+    comp_free(&c);
+    return rc;
+}
+
+static void list_kernel(StrBuf *out, Compilation *c, Item *k)
+{
+    sb_printf(out, "kernel %s", k->name.s);
+    if (k->ngenerics) {
+        sb_puts(out, "<");
+        for (int g = 0; g < k->ngenerics; g++) {
+            GenericParam *gp = &k->generics[g];
+            sb_printf(out, "%s%s: %s", g ? ", " : "", gp->name.s, generic_kind_name(gp->kind));
+            if (gp->deflt) {
+                sb_puts(out, " = ");
+                ast_print_src(out, gp->deflt);
+            }
+        }
+        sb_puts(out, ">");
+    }
+    sb_puts(out, "(\n");
+    for (int p = 0; p < k->nparams; p++) {
+        sb_printf(out, "    %s: ", k->params[p].name.s);
+        ast_print_type_src(out, k->params[p].ty);
+        sb_puts(out, p + 1 < k->nparams ? ",\n" : "\n");
+    }
+    sb_puts(out, ")\n    grid(");
+    for (int i = 0; i < k->launch.grid.n; i++) {
+        if (i)
+            sb_puts(out, ", ");
+        ast_print_src(out, k->launch.grid.v[i]);
+    }
+    sb_puts(out, ") threads(");
+    ast_print_src(out, k->launch.threads);
+    sb_puts(out, ")");
+    if (k->launch.cooperative)
+        sb_puts(out, " cooperative");
+    if (k->launch.pdl)
+        sb_puts(out, " pdl");
+    sb_puts(out, "\n");
+    for (int i = 0; i < k->body.n; i++) {
+        Stmt *st = k->body.v[i];
+        if (st->kind != ST_REQUIRE)
+            break;
+        sb_puts(out, "    require ");
+        ast_print_src(out, st->e);
+        if (st->msg)
+            sb_printf(out, "  (\"%s\")", st->msg);
+        sb_puts(out, "\n");
+    }
+    if (k->doc) {
+        sb_puts(out, "  ");
+        for (const char *p = k->doc; *p; p++) {
+            sb_append(out, p, 1);
+            if (*p == '\n')
+                sb_puts(out, "  ");
+        }
+        sb_puts(out, "\n");
+    }
+    /* declared specialisations */
+    int total = 0;
+    for (int m = 0; m < c->nmodules; m++)
+        for (int i = 0; i < c->modules[m]->nitems; i++) {
+            Item *it = c->modules[m]->items[i];
+            if (it->kind == IT_SPECIALIZE && strcmp(it->name.s, k->name.s) == 0) {
+                Item *kk;
+                GenericArgs *args = tl_xmalloc(sizeof(GenericArgs) * TL_MAX_SPECIALIZATIONS);
+                int n = sema_expand_specialize(c, it, &kk, args, TL_MAX_SPECIALIZATIONS);
+                if (n > 0)
+                    total += n;
+                free(args);
+            }
+        }
+    if (total)
+        sb_printf(out, "  specialisations: %d\n", total);
+    sb_puts(out, "\n");
+}
+
+int driver_list(const DriverOptions *o, const char *file)
+{
+    Compilation c;
+    StrBuf out = {0};
+    if (load(&c, o, file)) {
+        for (int m = 0; m < c.nmodules; m++)
+            for (int i = 0; i < c.modules[m]->nitems; i++)
+                if (c.modules[m]->items[i]->kind == IT_KERNEL)
+                    list_kernel(&out, &c, c.modules[m]->items[i]);
+    }
+    flush_diags(&c);
+    int rc = exit_code(&c);
+    if (rc == 0 && out.len)
+        fwrite(out.data, 1, out.len, stdout);
+    sb_free(&out);
+    comp_free(&c);
+    return rc;
+}
+
+static bool write_output(const DriverOptions *o, const void *data, size_t n)
+{
+    FILE *f = o->output ? fopen(o->output, "wb") : stdout;
+    if (!f) {
+        fprintf(stderr, "tilec: error: cannot write '%s'\n", o->output);
+        return false;
+    }
+    bool ok = fwrite(data, 1, n, f) == n;
+    if (o->output)
+        ok = fclose(f) == 0 && ok;
+    return ok;
+}
+
+int driver_emit(const DriverOptions *o, const char *file)
+{
+    Compilation c;
+    StrBuf out = {0};
+    int rc;
+    if (strcmp(o->stage, "ast") == 0) {
+        comp_init(&c);
+        c.include_dirs = o->include_dirs;
+        c.ninclude = o->ninclude;
+        if (comp_load_file(&c, file))
+            ast_print_module(&out, c.modules[0]);
+    } else {
+        comp_init(&c);
+        diag_error(&c.diag, loc_none(), "unknown stage '%s' (ast, tir, llvm, ptx, cubin)", o->stage);
+    }
+    flush_diags(&c);
+    rc = exit_code(&c);
+    if (rc == 0 && !write_output(o, out.data ? out.data : "", out.len))
+        rc = 1;
+    sb_free(&out);
+    comp_free(&c);
+    return rc;
+}
+
+int driver_build(const DriverOptions *o, const char *file)
+{
+    (void)o;
+    fprintf(stderr, "tilec: error: build is not implemented yet (%s)\n", file);
+    return 2;
+}

@@ -1,0 +1,913 @@
+/* sema.c — the compilation: loading files and imports, the global namespace, constants,
+ * kernel signatures and launch geometry, `specialize` declarations, and the entry points of
+ * semantic analysis. */
+#include "sema_int.h"
+#include "parse.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define ERR(loc, ...) diag_error(s->d, (loc), __VA_ARGS__)
+
+/* ---- scopes ---- */
+void scope_push(SemaCtx *s) { ptrvec_push(&s->marks, (void *)(intptr_t)s->scope.len); }
+
+void scope_pop(SemaCtx *s)
+{
+    if (s->marks.len == 0)
+        return;
+    s->scope.len = (int)(intptr_t)s->marks.items[--s->marks.len];
+}
+
+Sym *scope_lookup(SemaCtx *s, const char *name)
+{
+    for (int i = s->scope.len - 1; i >= 0; i--) {
+        Sym *sym = s->scope.items[i];
+        if (strcmp(sym->name, name) == 0)
+            return sym;
+    }
+    return NULL;
+}
+
+void scope_add(SemaCtx *s, Sym *sym) { ptrvec_push(&s->scope, sym); }
+
+Sym *sym_new(SemaCtx *s, SymKind k, const char *name, Loc loc, Type *t)
+{
+    Sym *sym = ARENA_NEW(s->arena, Sym);
+    sym->kind = k;
+    sym->name = name;
+    sym->loc = loc;
+    sym->type = t ? t : ty_error();
+    sym->cv.kind = CV_NONE;
+    sym->id = s->comp->next_sym_id++;
+    return sym;
+}
+
+static void sema_init(SemaCtx *s, Compilation *c)
+{
+    memset(s, 0, sizeof *s);
+    s->comp = c;
+    s->arena = &c->arena;
+    s->d = &c->diag;
+}
+
+static void sema_done(SemaCtx *s)
+{
+    ptrvec_free(&s->scope);
+    ptrvec_free(&s->marks);
+}
+
+/* ---- the compilation ---- */
+void comp_init(Compilation *c)
+{
+    memset(c, 0, sizeof *c);
+    arena_init(&c->arena);
+    diag_init(&c->diag);
+}
+
+void comp_free(Compilation *c)
+{
+    free(c->globals);
+    diag_free(&c->diag);
+    arena_free(&c->arena);
+}
+
+static char *read_file(const char *path, size_t *len, const char **err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        *err = strerror(errno);
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        *err = "not a regular file";
+        return NULL;
+    }
+    if (st.st_size > TL_MAX_SOURCE_BYTES) {
+        fclose(f);
+        *err = "file is larger than 8 MiB";
+        return NULL;
+    }
+    size_t n = (size_t)st.st_size;
+    char *buf = tl_xmalloc(n + 1);
+    size_t got = fread(buf, 1, n, f);
+    fclose(f);
+    if (got != n) {
+        free(buf);
+        *err = "read error";
+        return NULL;
+    }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+static bool has_nul(const char *text, size_t len) { return memchr(text, 0, len) != NULL; }
+
+static int load_module(Compilation *c, const char *path, const char *text, size_t len, Loc from, int depth);
+
+static bool file_exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* import paths: relative to the importing file, then each -I directory */
+static char *resolve_import(Compilation *c, const char *from_path, const char *rel)
+{
+    char buf[PATH_MAX];
+    if (rel[0] == '/')
+        return file_exists(rel) ? arena_strdup(&c->arena, rel) : NULL;
+    const char *slash = from_path ? strrchr(from_path, '/') : NULL;
+    if (slash) {
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)(slash - from_path), from_path, rel);
+        if (file_exists(buf))
+            return arena_strdup(&c->arena, buf);
+    } else if (file_exists(rel)) {
+        return arena_strdup(&c->arena, rel);
+    }
+    for (int i = 0; i < c->ninclude; i++) {
+        snprintf(buf, sizeof buf, "%s/%s", c->include_dirs[i], rel);
+        if (file_exists(buf))
+            return arena_strdup(&c->arena, buf);
+    }
+    return NULL;
+}
+
+static int find_loaded(Compilation *c, const char *path)
+{
+    char real[PATH_MAX];
+    if (!realpath(path, real))
+        return -1;
+    for (int i = 0; i < c->diag.nfiles; i++) {
+        char other[PATH_MAX];
+        if (realpath(c->diag.files[i]->path, other) && strcmp(real, other) == 0)
+            return i;
+    }
+    return -1;
+}
+
+static int load_module(Compilation *c, const char *path, const char *text, size_t len, Loc from, int depth)
+{
+    DiagEngine *d = &c->diag;
+    if (len > TL_MAX_SOURCE_BYTES) {
+        diag_error(d, from, "'%s' is larger than 8 MiB", path);
+        return -1;
+    }
+    if (has_nul(text, len)) {
+        diag_error(d, from, "'%s' contains a NUL byte; it is not a text file", path);
+        return -1;
+    }
+    int fid = diag_add_file(d, path, text, len);
+    if (fid < 0) {
+        diag_error(d, from, "too many source files (the limit is %d)", TL_MAX_FILES);
+        return -1;
+    }
+    ParseCtx pc = {0};
+    pc.arena = &c->arena;
+    pc.diag = d;
+    pc.file = fid;
+    pc.text = d->files[fid]->text;
+    parse_file(&pc);
+    Module *m = pc.module;
+    c->modules[c->nmodules++] = m;
+    if (pc.too_deep) {
+        m->nitems = 0; /* never walk a tree that hit the nesting limit */
+        return fid;
+    }
+    for (int i = 0; i < m->nitems; i++) {
+        Item *it = m->items[i];
+        if (it->kind != IT_IMPORT)
+            continue;
+        if (depth >= TL_MAX_IMPORT_DEPTH) {
+            diag_error(d, it->loc, "imports nest deeper than %d levels", TL_MAX_IMPORT_DEPTH);
+            continue;
+        }
+        char *p = resolve_import(c, d->files[fid]->path, it->path);
+        if (!p) {
+            diag_error(d, it->loc, "cannot find import '%s'", it->path);
+            if (c->ninclude == 0)
+                diag_note(d, it->loc, "imports are looked up next to this file and in -I directories");
+            continue;
+        }
+        int existing = find_loaded(c, p);
+        if (existing >= 0) {
+            it->imported_file = existing;
+            continue;
+        }
+        size_t n;
+        const char *err;
+        char *t = read_file(p, &n, &err);
+        if (!t) {
+            diag_error(d, it->loc, "cannot read import '%s': %s", it->path, err);
+            continue;
+        }
+        it->imported_file = load_module(c, p, t, n, it->loc, depth + 1);
+        free(t);
+    }
+    return fid;
+}
+
+bool comp_load_file(Compilation *c, const char *path)
+{
+    size_t n;
+    const char *err;
+    char *t = read_file(path, &n, &err);
+    if (!t) {
+        diag_error(&c->diag, loc_none(), "cannot read '%s': %s", path, err);
+        return false;
+    }
+    int errs = c->diag.nerrors;
+    load_module(c, path, t, n, loc_none(), 0);
+    free(t);
+    return c->diag.nerrors == errs;
+}
+
+bool comp_load_string(Compilation *c, const char *name, const char *text)
+{
+    int errs = c->diag.nerrors;
+    load_module(c, name, text, strlen(text), loc_none(), 0);
+    return c->diag.nerrors == errs;
+}
+
+Sym *comp_lookup_global(Compilation *c, const char *name)
+{
+    for (int i = 0; i < c->nglobals; i++)
+        if (strcmp(c->globals[i]->name, name) == 0)
+            return c->globals[i];
+    return NULL;
+}
+
+static void add_global(SemaCtx *s, Sym *sym)
+{
+    Compilation *c = s->comp;
+    Sym *old = comp_lookup_global(c, sym->name);
+    if (old) {
+        ERR(sym->loc, "'%s' is already defined", sym->name);
+        diag_note(s->d, old->loc, "previous definition is here");
+        return;
+    }
+    if (builtin_lookup(sym->name) != BI_NONE) {
+        ERR(sym->loc, "'%s' is the name of a builtin", sym->name);
+        return;
+    }
+    if (c->nglobals == c->capglobals) {
+        c->capglobals = c->capglobals ? c->capglobals * 2 : 64;
+        c->globals = tl_xrealloc(c->globals, sizeof(Sym *) * (size_t)c->capglobals);
+    }
+    c->globals[c->nglobals++] = sym;
+}
+
+/* -D NAME=VALUE: an integer, float, bool or type name */
+static bool parse_define_value(const char *v, ConstVal *out, Type **type)
+{
+    char *end;
+    errno = 0;
+    long long i = strtoll(v, &end, 0);
+    if (*v && !*end && errno == 0) {
+        *out = cv_int(i);
+        *type = ty_untyped_int();
+        return true;
+    }
+    errno = 0;
+    double f = strtod(v, &end);
+    if (*v && !*end && errno == 0) {
+        *out = cv_float(f);
+        *type = ty_untyped_float();
+        return true;
+    }
+    if (!strcmp(v, "true") || !strcmp(v, "false")) {
+        *out = cv_bool(v[0] == 't');
+        *type = ty_scalar(DT_BOOL);
+        return true;
+    }
+    DType dt = dtype_from_name(v);
+    if (dt != DT_NONE) {
+        out->kind = CV_TYPE;
+        out->t = ty_scalar(dt);
+        *type = ty_typeval();
+        return true;
+    }
+    return false;
+}
+
+static void check_const(SemaCtx *s, Sym *sym, int depth)
+{
+    Item *it = sym->item;
+    if (sym->cv.kind != CV_NONE || sym->used)
+        return;
+    if (depth > 64) {
+        ERR(it->loc, "constants refer to each other too deeply");
+        return;
+    }
+    sym->used = true; /* in progress: a cycle finds it with no value */
+    /* constants referenced by this one are checked first */
+    Type *ann = it->ty ? resolve_type(s, it->ty, false) : NULL;
+    Type *t = check_expr(s, it->value, ann && ann->kind == TY_SCALAR ? ann : NULL);
+    if (t->kind == TY_ERROR) {
+        sym->type = t;
+        return;
+    }
+    if (ann && ann->kind != TY_ERROR)
+        coerce(s, it->value, ann, "constant");
+    if (it->value->cv.kind == CV_NONE || it->value->cv.kind == CV_UNKNOWN) {
+        ERR(it->value->loc, "the value of constant '%s' is not known at compile time", sym->name);
+        sym->type = ty_error();
+        return;
+    }
+    sym->type = ann ? ann : it->value->type;
+    sym->cv = it->value->cv;
+}
+
+bool comp_resolve(Compilation *c)
+{
+    if (c->resolved)
+        return !diag_has_errors(&c->diag);
+    c->resolved = true;
+    SemaCtx sc, *s = &sc;
+    sema_init(s, c);
+    for (int m = 0; m < c->nmodules; m++) {
+        Module *mod = c->modules[m];
+        for (int i = 0; i < mod->nitems; i++) {
+            Item *it = mod->items[i];
+            SymKind k;
+            if (it->kind == IT_CONST)
+                k = SYM_CONST;
+            else if (it->kind == IT_FN)
+                k = SYM_FN;
+            else if (it->kind == IT_KERNEL)
+                k = SYM_KERNEL;
+            else
+                continue;
+            Sym *sym = sym_new(s, k, it->name.s, it->name.loc, k == SYM_CONST ? NULL : ty_void());
+            sym->item = it;
+            it->sym = sym;
+            add_global(s, sym);
+        }
+    }
+    for (int i = 0; i < c->ndefines; i++) {
+        ConstVal v;
+        Type *t;
+        if (!parse_define_value(c->defines[i].value, &v, &t)) {
+            diag_error(&c->diag, loc_none(), "-D %s=%s: the value must be an integer, a float, true, false or a type name",
+                       c->defines[i].name, c->defines[i].value);
+            continue;
+        }
+        Sym *sym = comp_lookup_global(c, c->defines[i].name);
+        if (sym && sym->kind != SYM_CONST) {
+            diag_error(&c->diag, loc_none(), "-D %s: '%s' is a %s, not a constant", c->defines[i].name, c->defines[i].name,
+                       sym->kind == SYM_FN ? "fn" : "kernel");
+            continue;
+        }
+        if (!sym) {
+            sym = sym_new(s, SYM_CONST, c->defines[i].name, loc_none(), t);
+            add_global(s, sym);
+        }
+        sym->type = t;
+        sym->cv = v;
+        sym->used = true;
+    }
+    for (int i = 0; i < c->nglobals; i++) {
+        Sym *sym = c->globals[i];
+        if (sym->kind == SYM_CONST && sym->item)
+            check_const(s, sym, 0);
+    }
+    sema_done(s);
+    return !diag_has_errors(&c->diag);
+}
+
+/* ---- kernel signatures ---- */
+static Type *generic_type(GenericKind k)
+{
+    switch (k) {
+    case GK_INT: return ty_untyped_int();
+    case GK_FLOAT: return ty_untyped_float();
+    case GK_BOOL: return ty_scalar(DT_BOOL);
+    case GK_TYPE: return ty_typeval();
+    }
+    return ty_error();
+}
+
+static bool value_matches_kind(GenericKind k, ConstVal v)
+{
+    switch (k) {
+    case GK_INT: return v.kind == CV_INT;
+    case GK_FLOAT: return v.kind == CV_FLOAT || v.kind == CV_INT;
+    case GK_BOOL: return v.kind == CV_BOOL;
+    case GK_TYPE: return v.kind == CV_TYPE;
+    }
+    return false;
+}
+
+static void bind_generics(SemaCtx *s, Item *it, const GenericArgs *args)
+{
+    if (it->ngenerics > TL_MAX_GENERICS)
+        ERR(it->name.loc, "'%s' has %d generic parameters; the limit is %d", it->name.s, it->ngenerics, TL_MAX_GENERICS);
+    for (int g = 0; g < it->ngenerics && g < TL_MAX_GENERICS; g++) {
+        GenericParam *gp = &it->generics[g];
+        for (int h = 0; h < g; h++)
+            if (strcmp(it->generics[h].name.s, gp->name.s) == 0) {
+                ERR(gp->name.loc, "generic parameter '%s' is declared twice", gp->name.s);
+                diag_note(s->d, it->generics[h].name.loc, "first declared here");
+            }
+        Sym *gs = sym_new(s, SYM_GENERIC, gp->name.s, gp->name.loc, generic_type(gp->kind));
+        gs->item = it;
+        gs->index = g;
+        if (args) {
+            gs->cv = args->vals[g];
+            if (gp->kind == GK_FLOAT && gs->cv.kind == CV_INT)
+                gs->cv = cv_float((double)gs->cv.i);
+        } else {
+            gs->cv = cv_unknown();
+        }
+        if (gp->deflt) {
+            /* defaults are checked against the kind even when a value is given */
+            PtrVec saved = s->scope;
+            Type *t = check_expr(s, gp->deflt, NULL);
+            s->scope = saved;
+            if (t->kind != TY_ERROR && gp->deflt->cv.kind != CV_UNKNOWN && !value_matches_kind(gp->kind, gp->deflt->cv))
+                ERR(gp->deflt->loc, "default of '%s' is not a %s", gp->name.s, generic_kind_name(gp->kind));
+        }
+        gp->sym = gs;
+        scope_add(s, gs);
+    }
+}
+
+/* Binds the shape and stride names of one tensor parameter. */
+static void bind_tensor_dims(SemaCtx *s, Param *p, int pindex, Sym *ts)
+{
+    TypeExpr *te = p->ty;
+    int rank = te->dims.n;
+    if (rank == 0) {
+        ERR(te->loc, "a tensor needs at least one dimension");
+        return;
+    }
+    if (rank > TL_MAX_RANK) {
+        ERR(te->loc, "a tensor has at most %d dimensions", TL_MAX_RANK);
+        return;
+    }
+    if (te->strides.n && te->strides.n != rank) {
+        ERR(te->loc, "'%s' has %d dimension%s but %d stride%s", p->name.s, rank, rank == 1 ? "" : "s", te->strides.n,
+            te->strides.n == 1 ? "" : "s");
+        return;
+    }
+    int64_t dims[TL_MAX_RANK];
+    for (int k = 0; k < 2; k++) {
+        ExprList l = k == 0 ? te->dims : te->strides;
+        for (int i = 0; i < l.n; i++) {
+            Expr *d = l.v[i];
+            if (d->kind == EX_NAME && strcmp(d->str, "_") != 0 && !scope_lookup(s, d->str) && !comp_lookup_global(s->comp, d->str) &&
+                builtin_lookup(d->str) == BI_NONE) {
+                Sym *ds = sym_new(s, SYM_DIM, d->str, d->loc, ty_scalar(k == 0 ? DT_I32 : DT_I64));
+                ds->dim_param = pindex;
+                ds->dim_axis = i;
+                ds->dim_is_stride = k == 1;
+                d->sym = ds;
+                d->type = ds->type;
+                scope_add(s, ds);
+                if (k == 0)
+                    dims[i] = DIM_RUNTIME;
+                continue;
+            }
+            if (d->kind == EX_NAME && strcmp(d->str, "_") == 0) {
+                if (k == 0) {
+                    ERR(d->loc, "'_' can only stand for a stride, not an extent");
+                    dims[i] = DIM_RUNTIME;
+                }
+                d->type = ty_scalar(DT_I64);
+                continue;
+            }
+            Type *t = check_expr(s, d, NULL);
+            if (t->kind != TY_ERROR && t->kind != TY_UNTYPED_INT && !(t->kind == TY_SCALAR && dtype_is_int(t->dt))) {
+                ERR(d->loc, "a tensor %s must be an integer, found %s", k == 0 ? "extent" : "stride", ty_str(s->arena, t));
+            } else if (d->cv.kind == CV_INT && d->cv.i < (k == 0 ? 0 : 0)) {
+                ERR(d->loc, "a tensor %s cannot be negative", k == 0 ? "extent" : "stride");
+            }
+            if (k == 0)
+                dims[i] = d->cv.kind == CV_INT ? d->cv.i : d->cv.kind == CV_UNKNOWN ? DIM_UNKNOWN : DIM_RUNTIME;
+        }
+    }
+    Type *et = resolve_type(s, te->elem, false);
+    if (et->kind == TY_ERROR)
+        return;
+    if (et->kind == TY_SCALAR && et->dt == DT_BOOL)
+        ERR(te->elem->loc, "tensors of bool are not supported; use u8");
+    ts->type = ty_region(s->arena, TY_TENSOR, SC_GLOBAL, et->kind == TY_SCALAR ? et->dt : DT_NONE,
+                         et->kind == TY_GENERIC ? et->generic_name : NULL, rank, dims);
+}
+
+static void check_params(SemaCtx *s, Item *it, const GenericArgs *args)
+{
+    if (it->nparams > TL_MAX_PARAMS)
+        ERR(it->name.loc, "'%s' has %d parameters; the limit is %d", it->name.s, it->nparams, TL_MAX_PARAMS);
+    for (int i = 0; i < it->nparams && i < TL_MAX_PARAMS; i++) {
+        Param *p = &it->params[i];
+        for (int j = 0; j < i; j++)
+            if (strcmp(it->params[j].name.s, p->name.s) == 0) {
+                ERR(p->name.loc, "parameter '%s' is declared twice", p->name.s);
+                diag_note(s->d, it->params[j].name.loc, "first declared here");
+            }
+        Sym *g = scope_lookup(s, p->name.s);
+        if (g && g->kind == SYM_GENERIC) {
+            ERR(p->name.loc, "parameter '%s' has the name of a generic parameter", p->name.s);
+            diag_note(s->d, g->loc, "the generic parameter is declared here");
+        }
+        if (p->ty->kind == TE_TENSOR) {
+            Sym *ts = sym_new(s, SYM_TENSOR, p->name.s, p->name.loc, ty_error());
+            ts->item = it;
+            ts->index = i;
+            ts->optional = p->ty->optional;
+            ts->present = !ts->optional || (args && args->present[i]);
+            p->sym = ts;
+            bind_tensor_dims(s, p, i, ts);
+            scope_add(s, ts);
+        } else {
+            Type *t = resolve_type(s, p->ty, false);
+            if (t->kind == TY_TUPLE) {
+                ERR(p->ty->loc, "a parameter cannot be a tuple");
+                t = ty_error();
+            }
+            Sym *ps = sym_new(s, SYM_SCALAR, p->name.s, p->name.loc, t);
+            ps->item = it;
+            ps->index = i;
+            p->sym = ps;
+            scope_add(s, ps);
+        }
+    }
+}
+
+static void check_launch(SemaCtx *s, Item *it)
+{
+    Launch *l = &it->launch;
+    s->in_signature = true;
+    s->in_launch = true;
+    if (l->grid.n < 1 || l->grid.n > 3)
+        ERR(l->loc, "grid(...) takes 1 to 3 dimensions, %d given", l->grid.n);
+    for (int i = 0; i < l->grid.n; i++) {
+        Expr *g = l->grid.v[i];
+        Type *t = check_expr(s, g, NULL);
+        if (t->kind == TY_ERROR)
+            continue;
+        if (t->kind != TY_UNTYPED_INT && !(t->kind == TY_SCALAR && dtype_is_int(t->dt))) {
+            ERR(g->loc, "a grid dimension must be an integer, found %s", ty_str(s->arena, t));
+            continue;
+        }
+        if (g->cv.kind == CV_INT && (g->cv.i < 1 || g->cv.i > (i == 0 ? INT32_MAX : 65535)))
+            ERR(g->loc, "grid dimension %d is %lld; it must be between 1 and %d", i, (long long)g->cv.i, i == 0 ? INT32_MAX : 65535);
+    }
+    s->in_launch = false;
+    int64_t nt = 0;
+    if (require_const_int(s, l->threads, "the number of threads", &nt) && nt != DIM_UNKNOWN &&
+        (nt < 32 || nt > 1024 || nt % 32 != 0))
+        ERR(l->threads->loc, "threads(%lld): a block has 32 to 1024 threads, a multiple of 32", (long long)nt);
+    if (l->cluster.n > 3)
+        ERR(l->loc, "cluster(...) takes 1 to 3 dimensions");
+    int64_t csize = 1;
+    for (int i = 0; i < l->cluster.n && i < 3; i++) {
+        int64_t v;
+        if (require_const_int(s, l->cluster.v[i], "a cluster dimension", &v) && v != DIM_UNKNOWN) {
+            if (v < 1)
+                ERR(l->cluster.v[i]->loc, "a cluster dimension must be positive");
+            else
+                csize *= v;
+        }
+    }
+    if (csize > 16)
+        ERR(l->loc, "a cluster holds at most 16 blocks, found %lld", (long long)csize);
+    if (l->cooperative && l->cluster.n)
+        ERR(l->loc, "a kernel cannot be both 'cooperative' and clustered");
+    s->in_signature = false;
+}
+
+static void check_signature_dims(SemaCtx *s, Item *it)
+{
+    /* shape expressions that are not bare names are checked at launch: they may only use
+     * names the runtime knows */
+    s->in_signature = true;
+    for (int i = 0; i < it->nparams; i++) {
+        Param *p = &it->params[i];
+        if (p->ty->kind != TE_TENSOR)
+            continue;
+        for (int k = 0; k < 2; k++) {
+            ExprList l = k ? p->ty->strides : p->ty->dims;
+            for (int j = 0; j < l.n; j++) {
+                Expr *d = l.v[j];
+                if (d->kind == EX_NAME && d->sym && d->sym->kind == SYM_DIM && d->sym->dim_param == i)
+                    continue;
+                if (d->kind == EX_NAME && strcmp(d->str, "_") == 0)
+                    continue;
+                if (d->type && d->type->kind == TY_ERROR)
+                    continue;
+                check_expr(s, d, NULL);
+            }
+        }
+    }
+    s->in_signature = false;
+}
+
+bool sema_kernel(Compilation *c, Item *kernel, const GenericArgs *args)
+{
+    int errs = c->diag.nerrors;
+    if (!comp_resolve(c))
+        return false;
+    SemaCtx sc, *s = &sc;
+    sema_init(s, c);
+    s->kernel = kernel;
+    s->generic = args == NULL;
+    scope_push(s);
+    bind_generics(s, kernel, args);
+    s->in_signature = true;
+    check_params(s, kernel, args);
+    s->in_signature = false;
+    check_signature_dims(s, kernel);
+    check_launch(s, kernel);
+    scope_push(s);
+    s->stmt_index = 0;
+    check_stmts(s, kernel->body);
+    scope_pop(s);
+    scope_pop(s);
+    sema_done(s);
+    return c->diag.nerrors == errs;
+}
+
+/* A fn checked on its own: generics unknown, parameters typed by their declarations. */
+bool sema_fn_generic(Compilation *c, Item *fn);
+bool sema_fn_generic(Compilation *c, Item *fn)
+{
+    int errs = c->diag.nerrors;
+    SemaCtx sc, *s = &sc;
+    sema_init(s, c);
+    s->generic = true;
+    scope_push(s);
+    bind_generics(s, fn, NULL);
+    for (int i = 0; i < fn->nparams; i++) {
+        Param *p = &fn->params[i];
+        for (int j = 0; j < i; j++)
+            if (strcmp(fn->params[j].name.s, p->name.s) == 0) {
+                ERR(p->name.loc, "parameter '%s' is declared twice", p->name.s);
+                diag_note(s->d, fn->params[j].name.loc, "first declared here");
+            }
+        Sym *ps = sym_new(s, SYM_LET, p->name.s, p->name.loc, NULL);
+        if (p->ty->kind == TE_TENSOR) {
+            Sym *ts = sym_new(s, SYM_TENSOR, p->name.s, p->name.loc, ty_error());
+            ts->item = fn;
+            ts->index = i;
+            ts->present = true;
+            bind_tensor_dims(s, p, i, ts);
+            ps = ts;
+        } else {
+            ps->type = resolve_type(s, p->ty, false);
+            ps->varying = true;
+        }
+        p->sym = ps;
+        scope_add(s, ps);
+    }
+    InlineCall ic = {0};
+    ic.fn = fn;
+    ic.ret = fn->ret ? resolve_type(s, fn->ret, false) : ty_void();
+    ic.body = ast_clone_stmts(s->arena, fn->body);
+    Expr call = {0};
+    call.loc = fn->name.loc;
+    if (ic.ret->kind != TY_ERROR)
+        check_body_inline(s, &ic, &call);
+    scope_pop(s);
+    sema_done(s);
+    return c->diag.nerrors == errs;
+}
+
+/* ---- specialisations ---- */
+static bool eval_spec_value(SemaCtx *s, GenericKind k, Expr *e, ConstVal *out)
+{
+    if (e->kind == EX_TYPE) {
+        if (k != GK_TYPE) {
+            ERR(e->loc, "expected a %s value, found the type '%s'", generic_kind_name(k), dtype_name(e->prim));
+            return false;
+        }
+        out->kind = CV_TYPE;
+        out->t = ty_scalar(e->prim);
+        return true;
+    }
+    Type *t = check_expr(s, e, NULL);
+    if (t->kind == TY_ERROR)
+        return false;
+    if (!cv_known(e->cv)) {
+        ERR(e->loc, "a specialisation value must be a compile-time constant");
+        return false;
+    }
+    if (!value_matches_kind(k, e->cv)) {
+        ERR(e->loc, "expected a %s value", generic_kind_name(k));
+        return false;
+    }
+    *out = e->cv;
+    if (k == GK_FLOAT && out->kind == CV_INT)
+        *out = cv_float((double)out->i);
+    return true;
+}
+
+int sema_expand_specialize(Compilation *c, Item *spec, Item **kernel_out, GenericArgs *out, int max)
+{
+    SemaCtx sc, *s = &sc;
+    sema_init(s, c);
+    Sym *ks = comp_lookup_global(c, spec->name.s);
+    if (!ks || ks->kind != SYM_KERNEL) {
+        ERR(spec->name.loc, ks ? "'%s' is not a kernel" : "unknown kernel '%s'", spec->name.s);
+        sema_done(s);
+        return -1;
+    }
+    Item *k = ks->item;
+    *kernel_out = k;
+    /* which spec arg gives each generic / optional tensor */
+    int given_g[TL_MAX_GENERICS], given_p[TL_MAX_PARAMS];
+    for (int i = 0; i < TL_MAX_GENERICS; i++)
+        given_g[i] = -1;
+    for (int i = 0; i < TL_MAX_PARAMS; i++)
+        given_p[i] = -1;
+    bool ok = true;
+    for (int a = 0; a < spec->nsargs; a++) {
+        SpecArg *sa = &spec->sargs[a];
+        int gi = -1, pi = -1;
+        for (int g = 0; g < k->ngenerics && g < TL_MAX_GENERICS; g++)
+            if (strcmp(k->generics[g].name.s, sa->name.s) == 0)
+                gi = g;
+        for (int p = 0; p < k->nparams && p < TL_MAX_PARAMS; p++)
+            if (strcmp(k->params[p].name.s, sa->name.s) == 0 && k->params[p].ty->kind == TE_TENSOR && k->params[p].ty->optional)
+                pi = p;
+        if (gi < 0 && pi < 0) {
+            ERR(sa->name.loc, "kernel '%s' has no generic parameter or optional tensor '%s'", k->name.s, sa->name.s);
+            diag_note(s->d, k->name.loc, "'%s' is declared here", k->name.s);
+            ok = false;
+            continue;
+        }
+        int *slot = gi >= 0 ? &given_g[gi] : &given_p[pi];
+        if (*slot >= 0) {
+            ERR(sa->name.loc, "'%s' is given twice", sa->name.s);
+            ok = false;
+            continue;
+        }
+        *slot = a;
+    }
+    for (int g = 0; g < k->ngenerics && g < TL_MAX_GENERICS; g++)
+        if (given_g[g] < 0 && !k->generics[g].deflt) {
+            ERR(spec->loc, "specialize '%s' does not give '%s', which has no default", k->name.s, k->generics[g].name.s);
+            ok = false;
+        }
+    if (!ok) {
+        sema_done(s);
+        return -1;
+    }
+    /* evaluate each dimension's values, then take the cartesian product */
+    int ndims = 0;
+    ConstVal *vals[TL_MAX_GENERICS + TL_MAX_PARAMS];
+    int nvals[TL_MAX_GENERICS + TL_MAX_PARAMS];
+    int slot_g[TL_MAX_GENERICS + TL_MAX_PARAMS], slot_p[TL_MAX_GENERICS + TL_MAX_PARAMS];
+    for (int g = 0; g < k->ngenerics && g < TL_MAX_GENERICS; g++) {
+        GenericParam *gp = &k->generics[g];
+        ExprList l;
+        if (given_g[g] >= 0) {
+            l = spec->sargs[given_g[g]].values;
+        } else {
+            l.n = 1;
+            l.v = &gp->deflt;
+        }
+        vals[ndims] = ARENA_ARRAY(s->arena, ConstVal, l.n);
+        nvals[ndims] = l.n;
+        slot_g[ndims] = g;
+        slot_p[ndims] = -1;
+        for (int i = 0; i < l.n; i++)
+            if (!eval_spec_value(s, gp->kind, l.v[i], &vals[ndims][i]))
+                ok = false;
+        ndims++;
+    }
+    for (int p = 0; p < k->nparams && p < TL_MAX_PARAMS; p++) {
+        if (given_p[p] < 0)
+            continue;
+        ExprList l = spec->sargs[given_p[p]].values;
+        vals[ndims] = ARENA_ARRAY(s->arena, ConstVal, l.n);
+        nvals[ndims] = l.n;
+        slot_g[ndims] = -1;
+        slot_p[ndims] = p;
+        for (int i = 0; i < l.n; i++)
+            if (!eval_spec_value(s, GK_BOOL, l.v[i], &vals[ndims][i]))
+                ok = false;
+        ndims++;
+    }
+    sema_done(s);
+    if (!ok)
+        return -1;
+    int64_t total = 1;
+    for (int i = 0; i < ndims; i++) {
+        total *= nvals[i];
+        if (total > TL_MAX_SPECIALIZATIONS) {
+            diag_error(&c->diag, spec->loc, "specialize '%s' expands to more than %d instances", k->name.s, TL_MAX_SPECIALIZATIONS);
+            return -1;
+        }
+    }
+    int count = 0;
+    for (int64_t idx = 0; idx < total; idx++) {
+        if (count >= max)
+            break;
+        GenericArgs *ga = &out[count++];
+        memset(ga, 0, sizeof *ga);
+        ga->n = k->ngenerics;
+        for (int p = 0; p < k->nparams && p < TL_MAX_PARAMS; p++)
+            ga->present[p] = !(k->params[p].ty->kind == TE_TENSOR && k->params[p].ty->optional);
+        int64_t rem = idx;
+        for (int i = ndims - 1; i >= 0; i--) {
+            ConstVal v = vals[i][rem % nvals[i]];
+            rem /= nvals[i];
+            if (slot_g[i] >= 0)
+                ga->vals[slot_g[i]] = v;
+            else
+                ga->present[slot_p[i]] = v.b;
+        }
+    }
+    return count;
+}
+
+bool sema_generic_args_from_strings(Compilation *c, Item *k, const char **assigns, int n, GenericArgs *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n = k->ngenerics;
+    bool given[TL_MAX_GENERICS] = {0};
+    for (int p = 0; p < k->nparams && p < TL_MAX_PARAMS; p++)
+        out->present[p] = !(k->params[p].ty->kind == TE_TENSOR && k->params[p].ty->optional);
+    for (int i = 0; i < n; i++) {
+        const char *eq = strchr(assigns[i], '=');
+        if (!eq) {
+            diag_error(&c->diag, loc_none(), "generic value '%s' must be written NAME=VALUE", assigns[i]);
+            return false;
+        }
+        char name[TL_MAX_IDENT + 1];
+        size_t nl = (size_t)(eq - assigns[i]);
+        if (nl > TL_MAX_IDENT)
+            nl = TL_MAX_IDENT;
+        memcpy(name, assigns[i], nl);
+        name[nl] = 0;
+        const char *val = eq + 1;
+        int gi = -1;
+        for (int g = 0; g < k->ngenerics && g < TL_MAX_GENERICS; g++)
+            if (strcmp(k->generics[g].name.s, name) == 0)
+                gi = g;
+        if (gi < 0) {
+            int pi = -1;
+            for (int p = 0; p < k->nparams && p < TL_MAX_PARAMS; p++)
+                if (strcmp(k->params[p].name.s, name) == 0 && k->params[p].ty->kind == TE_TENSOR && k->params[p].ty->optional)
+                    pi = p;
+            if (pi >= 0 && (!strcmp(val, "true") || !strcmp(val, "false") || !strcmp(val, "present") || !strcmp(val, "absent"))) {
+                out->present[pi] = val[0] == 't' || val[0] == 'p';
+                continue;
+            }
+            diag_error(&c->diag, loc_none(), "kernel '%s' has no generic parameter '%s'", k->name.s, name);
+            return false;
+        }
+        ConstVal v;
+        Type *t;
+        if (!parse_define_value(val, &v, &t) || !value_matches_kind(k->generics[gi].kind, v)) {
+            diag_error(&c->diag, loc_none(), "generic '%s' of '%s' is a %s; '%s' is not", name, k->name.s,
+                       generic_kind_name(k->generics[gi].kind), val);
+            return false;
+        }
+        if (k->generics[gi].kind == GK_FLOAT && v.kind == CV_INT)
+            v = cv_float((double)v.i);
+        out->vals[gi] = v;
+        given[gi] = true;
+    }
+    SemaCtx sc, *s = &sc;
+    sema_init(s, c);
+    bool ok = true;
+    for (int g = 0; g < k->ngenerics && g < TL_MAX_GENERICS; g++) {
+        if (given[g])
+            continue;
+        if (!k->generics[g].deflt) {
+            diag_error(&c->diag, loc_none(), "kernel '%s' needs a value for generic '%s'", k->name.s, k->generics[g].name.s);
+            ok = false;
+            continue;
+        }
+        if (!eval_spec_value(s, k->generics[g].kind, k->generics[g].deflt, &out->vals[g]))
+            ok = false;
+    }
+    sema_done(s);
+    return ok;
+}
+
+void sema_format_generic_args(StrBuf *out, const Item *k, const GenericArgs *args)
+{
+    bool first = true;
+    for (int g = 0; g < k->ngenerics && g < TL_MAX_GENERICS; g++) {
+        sb_printf(out, "%s%s=", first ? "" : ",", k->generics[g].name.s);
+        cv_print(out, args->vals[g]);
+        first = false;
+    }
+    for (int p = 0; p < k->nparams && p < TL_MAX_PARAMS; p++) {
+        if (k->params[p].ty->kind == TE_TENSOR && k->params[p].ty->optional) {
+            sb_printf(out, "%s%s=%s", first ? "" : ",", k->params[p].name.s, args->present[p] ? "present" : "absent");
+            first = false;
+        }
+    }
+}
