@@ -99,6 +99,7 @@ typedef struct InlineCall {
     int nparams;
     StmtList body;
     Type *ret;
+    void *tuple_bind;         /* lowering: the variables holding a tuple result */
 } InlineCall;
 
 /* ---- statements ---- */

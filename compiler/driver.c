@@ -3,6 +3,8 @@
  * and the CLI commands built on it. */
 #include "driver.h"
 
+#include "compile.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,20 +205,89 @@ static bool write_output(const DriverOptions *o, const void *data, size_t n)
     return ok;
 }
 
+/* "sm_90a" -> 90, "sm_100a" -> 100; 0 for anything else */
+int driver_parse_arch(const char *a);
+int driver_parse_arch(const char *a)
+{
+    if (!strcmp(a, "sm_90a") || !strcmp(a, "sm_90"))
+        return 90;
+    if (!strcmp(a, "sm_100a") || !strcmp(a, "sm_100"))
+        return 100;
+    return 0;
+}
+
+static Item *find_kernel(Compilation *c, const char *name)
+{
+    Item *only = NULL;
+    int n = 0;
+    for (int m = 0; m < c->nmodules; m++)
+        for (int i = 0; i < c->modules[m]->nitems; i++) {
+            Item *it = c->modules[m]->items[i];
+            if (it->kind != IT_KERNEL)
+                continue;
+            if (name && !strcmp(it->name.s, name))
+                return it;
+            only = it;
+            n++;
+        }
+    if (name) {
+        diag_error(&c->diag, loc_none(), "no kernel named '%s'", name);
+        return NULL;
+    }
+    if (n != 1) {
+        diag_error(&c->diag, loc_none(), n ? "the file has %d kernels; choose one with -k NAME" : "the file has no kernel", n);
+        return NULL;
+    }
+    return only;
+}
+
 int driver_emit(const DriverOptions *o, const char *file)
 {
     Compilation c;
     StrBuf out = {0};
     int rc;
-    if (strcmp(o->stage, "ast") == 0) {
+    const char *stage = o->stage;
+    if (!strcmp(stage, "ast")) {
         comp_init(&c);
         c.include_dirs = o->include_dirs;
         c.ninclude = o->ninclude;
         if (comp_load_file(&c, file))
             ast_print_module(&out, c.modules[0]);
+    } else if (!strcmp(stage, "tir") || !strcmp(stage, "llvm") || !strcmp(stage, "ptx") || !strcmp(stage, "cubin")) {
+        int sm = driver_parse_arch(o->arch);
+        if (!sm) {
+            fprintf(stderr, "tilec: error: unknown architecture '%s' (sm_90a or sm_100a)\n", o->arch);
+            return 1;
+        }
+        if (load(&c, o, file)) {
+            Item *k = find_kernel(&c, o->kernel);
+            CompileRequest rq = {0};
+            if (k && sema_generic_args_from_strings(&c, k, o->generic_assigns, o->ngenerics, &rq.args)) {
+                rq.kernel = k;
+                rq.sm = sm;
+                rq.opt_level = o->opt_level;
+                rq.stage = !strcmp(stage, "tir") ? STAGE_TIR : !strcmp(stage, "llvm") ? STAGE_LLVM : STAGE_PTX;
+                rq.dump_after = o->dump_after;
+                rq.dump = &out;
+                CompileResult res;
+                if (compile_specialization(&c, &rq, &res)) {
+                    if (!strcmp(stage, "cubin")) {
+                        char *cubin;
+                        size_t n;
+                        if (run_ptxas(&c.diag, res.text, res.size, sm, o->opt_level, false, &cubin, &n, NULL)) {
+                            sb_append(&out, cubin, n);
+                            free(cubin);
+                        }
+                    } else if (!o->dump_after || strcmp(stage, "tir") != 0) {
+                        sb_append(&out, res.text, res.size);
+                    }
+                    compile_result_free(&res);
+                }
+            }
+        }
     } else {
         comp_init(&c);
-        diag_error(&c.diag, loc_none(), "unknown stage '%s' (ast, tir, llvm, ptx, cubin)", o->stage);
+        diag_error(&c.diag, loc_none(), "unknown stage '%s' (ast, tir, llvm, ptx, cubin)", stage);
     }
     flush_diags(&c);
     rc = exit_code(&c);

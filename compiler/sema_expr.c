@@ -936,7 +936,7 @@ static bool tile_ops_allowed(SemaCtx *s, Expr *e, const char *fname)
 }
 
 static const char *const copy_args[] = {"other", NULL};
-static const char *const reduce_args[] = {"dim", "clear", NULL};
+static const char *const reduce_args[] = {"dim", "clear", "group", NULL};
 static const char *const cumsum_args[] = {"dim", "exclusive", NULL};
 static const char *const gemm_args[] = {"trans_a", "trans_b", "clear", NULL};
 
@@ -1068,25 +1068,47 @@ static Type *check_tile_builtin(SemaCtx *s, Expr *e, BuiltinId b, const char *fn
             ERR(a0->loc, "'%s' needs numbers of an arithmetic type, found %s", fname, dtype_name(src->dt));
             return ty_error();
         }
+        int gi = named_index(e, "group");
+        int64_t group = 0;
+        if (gi >= 0) {
+            if (b == BI_CUMSUM) {
+                ERR(e->args.v[gi]->loc, "'cumsum' has no 'group' argument");
+                return ty_error();
+            }
+            if (!require_const_int(s, e->args.v[gi], "'group'", &group))
+                return ty_error();
+            if (group != DIM_UNKNOWN && dim != DIM_UNKNOWN && src->dims[dim] > 0 &&
+                (group <= 0 || src->dims[dim] % group != 0)) {
+                ERR(e->args.v[gi]->loc, "'group' is %lld, which does not divide dimension %lld of extent %lld", (long long)group,
+                    (long long)dim, (long long)src->dims[dim]);
+                return ty_error();
+            }
+        }
         if (b == BI_CUMSUM) {
             if (!shapes_match(s, src, dst, e->loc, fname))
                 return ty_error();
         } else {
-            if (dim == DIM_UNKNOWN)
+            if (dim == DIM_UNKNOWN || group == DIM_UNKNOWN)
                 return ty_void();
             int64_t want[TL_MAX_RANK];
             int r = 0;
             for (int i = 0; i < src->rank; i++)
                 if (i != dim)
                     want[r++] = src->dims[i];
+                else if (group > 0)
+                    want[r++] = src->dims[i] > 0 ? src->dims[i] / group : src->dims[i];
             bool ok = dst->rank == r;
             for (int i = 0; ok && i < r; i++)
                 if (want[i] >= 0 && dst->dims[i] >= 0 && want[i] != dst->dims[i])
                     ok = false;
             if (r == 0 && dst->rank == 1 && dst->dims[0] == 1)
                 ok = true;
+            if (r == 0 && !ok) {
+                want[0] = 1;
+                r = 1;
+            }
             if (!ok) {
-                Type *wt = ty_region(s->arena, TY_TILE, SC_FRAG, dst->dt, dst->generic_name, r ? r : 1, r ? want : (int64_t[]){1});
+                Type *wt = ty_region(s->arena, TY_TILE, SC_FRAG, dst->dt, dst->generic_name, r, want);
                 ERR(a1->loc, "'%s' along dimension %lld of %s gives %s, but the destination is %s", fname, (long long)dim,
                     tstr(s, src), tstr(s, wt), tstr(s, dst));
                 return ty_error();

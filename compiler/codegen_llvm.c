@@ -1,0 +1,1287 @@
+/* codegen_llvm.c — thread-level tile IR to LLVM IR for the NVPTX backend.
+ *
+ * Numeric rules (spec §0.3): fdiv stays IEEE (no fast-math flags anywhere), fma only where the
+ * program wrote fma(), no flush-to-zero, exp is CUDA's accurate expf sequence written out
+ * inline, conversions to fp8/fp4 saturate and round to nearest even (hardware cvt where the
+ * target has it, exact integer code where it has not: FP4 on sm_90a). Variables live in
+ * allocas that mem2reg turns into registers; register arrays are indexed by constants only. */
+#include "codegen.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct CG {
+    TKernel *k;
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMValueRef fn;
+    LLVMBasicBlockRef entry;
+    LLVMValueRef *tensor_ptr;   /* per kernel param */
+    LLVMValueRef (*tensor_dim)[TL_MAX_RANK];
+    LLVMValueRef (*tensor_stride)[TL_MAX_RANK];
+    LLVMValueRef *scalar;
+    LLVMValueRef smem;
+    LLVMBasicBlockRef brk[64], cont[64];
+    int nloops;
+    struct { int label; LLVMBasicBlockRef exit; } labels[64];
+    int nlabels;
+    LLVMBasicBlockRef ret_bb;
+    bool ok;
+    LLVMTypeRef t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_void, t_ptr0, t_ptr1, t_ptr3;
+} CG;
+
+static void cg_error(CG *g, Loc loc, const char *msg)
+{
+    if (g->ok)
+        diag_error(g->k->diag, loc, "%s", msg);
+    g->ok = false;
+}
+
+static LLVMTypeRef ty_of(CG *g, DType dt)
+{
+    switch (dt) {
+    case DT_BOOL: return g->t_i1;
+    case DT_I8: case DT_U8: case DT_E4M3: case DT_E5M2: case DT_E2M1: case DT_UE8M0: return g->t_i8;
+    case DT_I16: case DT_U16: return g->t_i16;
+    case DT_I32: case DT_U32: return g->t_i32;
+    case DT_I64: case DT_U64: return g->t_i64;
+    case DT_F16: return g->t_f16;
+    case DT_BF16: return g->t_bf16;
+    case DT_F32: return g->t_f32;
+    case DT_F64: return g->t_f64;
+    default: return g->t_i32;
+    }
+}
+
+/* memory type of an element (bool is a byte in memory) */
+static LLVMTypeRef mem_ty(CG *g, DType dt) { return dt == DT_BOOL ? g->t_i8 : ty_of(g, dt); }
+
+static LLVMValueRef ci(CG *g, LLVMTypeRef t, int64_t v) { return LLVMConstInt(t, (unsigned long long)v, 1); }
+static LLVMValueRef c32(CG *g, int64_t v) { return ci(g, g->t_i32, v); }
+static LLVMValueRef cf32(CG *g, float v) { return LLVMConstReal(g->t_f32, v); }
+static LLVMValueRef cf32_bits(CG *g, uint32_t bits)
+{
+    float f;
+    memcpy(&f, &bits, 4);
+    return LLVMConstReal(g->t_f32, f);
+}
+
+static LLVMValueRef call_intrinsic(CG *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *argt, int n, LLVMValueRef *args)
+{
+    LLVMTypeRef ft = LLVMFunctionType(ret, argt, (unsigned)n, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+    if (!f)
+        f = LLVMAddFunction(g->mod, name, ft);
+    return LLVMBuildCall2(g->b, ft, f, args, (unsigned)n, "");
+}
+
+/* an overloaded LLVM intrinsic (llvm.fma, llvm.minnum, ...) by id */
+static LLVMValueRef call_overloaded(CG *g, const char *name, LLVMTypeRef *over, int nover, LLVMValueRef *args, int n)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(g->mod, id, over, (size_t)nover);
+    LLVMTypeRef ft = LLVMIntrinsicGetType(g->ctx, id, over, (size_t)nover);
+    return LLVMBuildCall2(g->b, ft, f, args, (unsigned)n, "");
+}
+
+static LLVMValueRef inline_asm(CG *g, LLVMTypeRef ret, const char *code, const char *cons, LLVMValueRef *args, int n,
+                               LLVMTypeRef *argt)
+{
+    LLVMTypeRef ft = LLVMFunctionType(ret, argt, (unsigned)n, 0);
+    LLVMValueRef asmv = LLVMGetInlineAsm(ft, (char *)code, strlen(code), (char *)cons, strlen(cons), 0, 0,
+                                         LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(g->b, ft, asmv, args, (unsigned)n, "");
+}
+
+/* ---------------- conversions ---------------- */
+
+static LLVMValueRef to_f32(CG *g, LLVMValueRef v, DType from);
+
+/* f32 -> e2m1 code (low nibble), RNE with saturation to ±6; NaN -> +6 */
+static LLVMValueRef f32_to_e2m1_soft(CG *g, LLVMValueRef x)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMValueRef bits = LLVMBuildBitCast(b, x, g->t_i32, "");
+    LLVMValueRef sign = LLVMBuildLShr(b, bits, c32(g, 31), "");
+    LLVMValueRef a = call_overloaded(g, "llvm.fabs", &g->t_f32, 1, &x, 1);
+    /* thresholds between codes; ties go to the even code (0, 1.0, 2.0, 4.0) */
+    static const struct { float t; bool incl; } th[] = {{0.25f, false}, {0.75f, true}, {1.25f, false}, {1.75f, true},
+                                                         {2.5f, false}, {3.5f, true}, {5.0f, false}};
+    LLVMValueRef code = c32(g, 0);
+    for (int i = 0; i < 7; i++) {
+        LLVMValueRef c = LLVMBuildFCmp(b, th[i].incl ? LLVMRealOGE : LLVMRealOGT, a, cf32(g, th[i].t), "");
+        code = LLVMBuildAdd(b, code, LLVMBuildZExt(b, c, g->t_i32, ""), "");
+    }
+    LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
+    LLVMValueRef signed_code = LLVMBuildOr(b, code, LLVMBuildShl(b, sign, c32(g, 3), ""), "");
+    LLVMValueRef r = LLVMBuildSelect(b, isnan, c32(g, 7), signed_code, "");
+    return LLVMBuildTrunc(b, r, g->t_i8, "");
+}
+
+/* e2m1 code -> f32, exact: 0, 0.5, 1, 1.5, 2, 3, 4, 6 with the sign in bit 3 */
+static LLVMValueRef e2m1_to_f32(CG *g, LLVMValueRef c8)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMValueRef c = LLVMBuildZExt(b, c8, g->t_i32, "");
+    LLVMValueRef e = LLVMBuildAnd(b, LLVMBuildLShr(b, c, c32(g, 1), ""), c32(g, 3), "");
+    LLVMValueRef m = LLVMBuildAnd(b, c, c32(g, 1), "");
+    LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildAnd(b, LLVMBuildLShr(b, c, c32(g, 3), ""), c32(g, 1), ""), c32(g, 31), "");
+    /* normal: exponent e-1+127, mantissa bit 22 = m; e == 0: m ? 0.5 : 0 */
+    LLVMValueRef normal = LLVMBuildOr(b, LLVMBuildShl(b, LLVMBuildAdd(b, e, c32(g, 126), ""), c32(g, 23), ""),
+                                      LLVMBuildShl(b, m, c32(g, 22), ""), "");
+    LLVMValueRef sub = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntNE, m, c32(g, 0), ""), c32(g, 0x3F000000), c32(g, 0), "");
+    LLVMValueRef mag = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, e, c32(g, 0), ""), sub, normal, "");
+    return LLVMBuildBitCast(b, LLVMBuildOr(b, mag, sign, ""), g->t_f32, "");
+}
+
+/* f32 -> ue8m0, rounding up to a power of two: the exponent byte of the smallest power of two
+ * >= x; NaN -> 0xFF, x <= 2^-127 (and non-positive) -> 0, overflow -> 0xFE (satfinite) */
+static LLVMValueRef f32_to_ue8m0_soft(CG *g, LLVMValueRef x)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMValueRef bits = LLVMBuildBitCast(b, x, g->t_i32, "");
+    LLVMValueRef up = LLVMBuildLShr(b, LLVMBuildAdd(b, bits, c32(g, 0x7FFFFF), ""), c32(g, 23), "");
+    LLVMValueRef e = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, up, c32(g, 254), ""), c32(g, 254), up, "");
+    LLVMValueRef nonpos = LLVMBuildFCmp(b, LLVMRealOLE, x, cf32(g, 0), "");
+    e = LLVMBuildSelect(b, nonpos, c32(g, 0), e, "");
+    LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
+    e = LLVMBuildSelect(b, isnan, c32(g, 255), e, "");
+    return LLVMBuildTrunc(b, e, g->t_i8, "");
+}
+
+static LLVMValueRef fp8_to_f16(CG *g, LLVMValueRef v8, DType from)
+{
+    LLVMTypeRef v2h = LLVMVectorType(g->t_f16, 2);
+    LLVMValueRef w = LLVMBuildZExt(g->b, v8, g->t_i16, "");
+    LLVMValueRef pair = call_intrinsic(g, from == DT_E4M3 ? "llvm.nvvm.e4m3x2.to.f16x2.rn" : "llvm.nvvm.e5m2x2.to.f16x2.rn",
+                                       v2h, &g->t_i16, 1, &w);
+    return LLVMBuildExtractElement(g->b, pair, c32(g, 0), "");
+}
+
+static LLVMValueRef to_f32(CG *g, LLVMValueRef v, DType from)
+{
+    switch (from) {
+    case DT_F32: return v;
+    case DT_F16:
+    case DT_BF16: return LLVMBuildFPExt(g->b, v, g->t_f32, "");
+    case DT_F64: return LLVMBuildFPTrunc(g->b, v, g->t_f32, "");
+    case DT_E4M3:
+    case DT_E5M2: return LLVMBuildFPExt(g->b, fp8_to_f16(g, v, from), g->t_f32, "");
+    case DT_E2M1: return e2m1_to_f32(g, v);
+    case DT_UE8M0:
+        return LLVMBuildBitCast(g->b, LLVMBuildShl(g->b, LLVMBuildZExt(g->b, v, g->t_i32, ""), c32(g, 23), ""), g->t_f32, "");
+    default:
+        if (dtype_is_signed(from))
+            return LLVMBuildSIToFP(g->b, v, g->t_f32, "");
+        return LLVMBuildUIToFP(g->b, v, g->t_f32, "");
+    }
+}
+
+static const char *ptx_type(DType dt)
+{
+    switch (dt) {
+    case DT_I8: return "s8";
+    case DT_I16: return "s16";
+    case DT_I32: return "s32";
+    case DT_I64: return "s64";
+    case DT_U8: return "u8";
+    case DT_U16: return "u16";
+    case DT_U32: return "u32";
+    case DT_U64: return "u64";
+    case DT_F16: return "f16";
+    case DT_BF16: return "bf16";
+    case DT_F32: return "f32";
+    case DT_F64: return "f64";
+    default: return "b32";
+    }
+}
+
+static const char *reg_constraint(DType dt)
+{
+    switch (dtype_bits(dt)) {
+    case 16: return "h";
+    case 64: return dtype_is_float(dt) ? "d" : "l";
+    default: return dtype_is_float(dt) && dt != DT_F16 && dt != DT_BF16 ? "f" : "r";
+    }
+}
+
+/* conversion with an explicit rounding mode, as one PTX cvt instruction */
+static LLVMValueRef cvt_asm(CG *g, LLVMValueRef v, DType from, DType to, Rounding r)
+{
+    static const char *fr[] = {"", ".rn", ".rz", ".rm", ".rp"};
+    static const char *ir[] = {"", ".rni", ".rzi", ".rmi", ".rpi"};
+    bool to_int = dtype_is_int(to), from_int = dtype_is_int(from);
+    const char *rnd = (to_int && !from_int) ? ir[r] : fr[r];
+    char code[96], cons[16];
+    /* 8-bit integers use 16-bit registers in PTX */
+    DType f2 = from, t2 = to;
+    if (dtype_bits(f2) == 8)
+        f2 = dtype_is_signed(f2) ? DT_I16 : DT_U16;
+    if (dtype_bits(t2) == 8)
+        t2 = dtype_is_signed(t2) ? DT_I16 : DT_U16;
+    snprintf(code, sizeof code, "cvt%s%s.%s.%s $0, $1;", rnd, to_int && !from_int ? ".sat" : "", ptx_type(to), ptx_type(from));
+    snprintf(cons, sizeof cons, "=%s,%s", reg_constraint(t2), reg_constraint(f2));
+    LLVMValueRef in = v;
+    if (f2 != from)
+        in = dtype_is_signed(from) ? LLVMBuildSExt(g->b, v, g->t_i16, "") : LLVMBuildZExt(g->b, v, g->t_i16, "");
+    LLVMTypeRef it = LLVMTypeOf(in);
+    LLVMValueRef out = inline_asm(g, t2 != to ? g->t_i16 : ty_of(g, to), code, cons, &in, 1, &it);
+    if (t2 != to)
+        out = LLVMBuildTrunc(g->b, out, g->t_i8, "");
+    return out;
+}
+
+static LLVMValueRef cvt(CG *g, LLVMValueRef v, DType from, DType to, Rounding r, Loc loc)
+{
+    LLVMBuilderRef b = g->b;
+    if (from == to)
+        return v;
+    if (r == RND_RN && !(dtype_is_int(to) && !dtype_is_int(from)))
+        r = RND_DEFAULT;
+    if (to == DT_BOOL)
+        return dtype_is_float(from) ? LLVMBuildFCmp(b, LLVMRealUNE, to_f32(g, v, from), cf32(g, 0), "")
+                                    : LLVMBuildICmp(b, LLVMIntNE, v, ci(g, LLVMTypeOf(v), 0), "");
+    if (from == DT_BOOL) {
+        if (dtype_is_int(to))
+            return LLVMBuildZExt(b, v, ty_of(g, to), "");
+        return cvt(g, LLVMBuildZExt(b, v, g->t_i32, ""), DT_I32, to, r, loc);
+    }
+    bool fi = dtype_is_int(from), ti = dtype_is_int(to);
+    if (fi && ti) {
+        int fb = dtype_bits(from), tb = dtype_bits(to);
+        if (tb < fb)
+            return LLVMBuildTrunc(b, v, ty_of(g, to), "");
+        if (tb > fb)
+            return dtype_is_signed(from) ? LLVMBuildSExt(b, v, ty_of(g, to), "") : LLVMBuildZExt(b, v, ty_of(g, to), "");
+        return v;
+    }
+    if (r != RND_DEFAULT && (dtype_kind(to) == DK_FP8 || to == DT_E2M1 || dtype_kind(from) == DK_FP8 || from == DT_E2M1 ||
+                             dtype_kind(to) == DK_SCALE || dtype_kind(from) == DK_SCALE)) {
+        if (r != RND_RN && r != RND_RP) {
+            cg_error(g, loc, "this rounding mode is not available for fp8, fp4 or ue8m0 conversions");
+            return LLVMGetUndef(ty_of(g, to));
+        }
+        r = RND_DEFAULT;
+    }
+    if (r != RND_DEFAULT)
+        return cvt_asm(g, v, from, to, r);
+    if (fi) { /* int -> float */
+        if (to == DT_F16 || to == DT_BF16 || to == DT_F32 || to == DT_F64)
+            return dtype_is_signed(from) ? LLVMBuildSIToFP(b, v, ty_of(g, to), "") : LLVMBuildUIToFP(b, v, ty_of(g, to), "");
+        return cvt(g, to_f32(g, v, from), DT_F32, to, r, loc);
+    }
+    if (ti) { /* float -> int: toward zero, saturating, NaN -> 0 */
+        LLVMValueRef f = (from == DT_F32 || from == DT_F64) ? v : to_f32(g, v, from);
+        LLVMTypeRef over[2] = {ty_of(g, to), LLVMTypeOf(f)};
+        return call_overloaded(g, dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", over, 2, &f, 1);
+    }
+    /* float -> float */
+    switch (to) {
+    case DT_F32: return to_f32(g, v, from);
+    case DT_F64:
+        return LLVMBuildFPExt(b, from == DT_F32 || from == DT_F16 || from == DT_BF16 ? v : to_f32(g, v, from), g->t_f64, "");
+    case DT_F16:
+    case DT_BF16:
+        if (from == DT_F32 || from == DT_F64)
+            return LLVMBuildFPTrunc(b, v, ty_of(g, to), "");
+        if (from == DT_F16 || from == DT_BF16) /* via f32: exact, then one rounding */
+            return LLVMBuildFPTrunc(b, LLVMBuildFPExt(b, v, g->t_f32, ""), ty_of(g, to), "");
+        if ((from == DT_E4M3 || from == DT_E5M2) && to == DT_F16)
+            return fp8_to_f16(g, v, from);
+        return LLVMBuildFPTrunc(b, to_f32(g, v, from), ty_of(g, to), "");
+    case DT_E4M3:
+    case DT_E5M2: {
+        LLVMValueRef f = to_f32(g, v, from);
+        LLVMValueRef args[2] = {cf32(g, 0), f};
+        LLVMTypeRef at[2] = {g->t_f32, g->t_f32};
+        LLVMValueRef pair = call_intrinsic(g, to == DT_E4M3 ? "llvm.nvvm.ff.to.e4m3x2.rn" : "llvm.nvvm.ff.to.e5m2x2.rn",
+                                           g->t_i16, at, 2, args);
+        return LLVMBuildTrunc(b, pair, g->t_i8, "");
+    }
+    case DT_E2M1: {
+        LLVMValueRef f = to_f32(g, v, from);
+        if (g->k->sm >= 100) {
+            LLVMValueRef args[2] = {cf32(g, 0), f};
+            LLVMTypeRef at[2] = {g->t_f32, g->t_f32};
+            LLVMValueRef pair = call_intrinsic(g, "llvm.nvvm.ff.to.e2m1x2.rn.satfinite", g->t_i16, at, 2, args);
+            return LLVMBuildTrunc(b, LLVMBuildAnd(b, pair, ci(g, g->t_i16, 0xF), ""), g->t_i8, "");
+        }
+        return f32_to_e2m1_soft(g, f);
+    }
+    case DT_UE8M0: return f32_to_ue8m0_soft(g, to_f32(g, v, from));
+    default: break;
+    }
+    cg_error(g, loc, "unsupported conversion");
+    return LLVMGetUndef(ty_of(g, to));
+}
+
+/* ---------------- variables, buffers, addresses ---------------- */
+
+static LLVMValueRef var_slot(CG *g, TVar *v)
+{
+    if (!v->cg) {
+        LLVMBuilderRef eb = LLVMCreateBuilderInContext(g->ctx);
+        LLVMValueRef first = LLVMGetFirstInstruction(g->entry);
+        if (first)
+            LLVMPositionBuilderBefore(eb, first);
+        else
+            LLVMPositionBuilderAtEnd(eb, g->entry);
+        v->cg = LLVMBuildAlloca(eb, ty_of(g, v->dt), v->name);
+        LLVMDisposeBuilder(eb);
+    }
+    return v->cg;
+}
+
+static LLVMValueRef local_array(CG *g, TBuf *buf)
+{
+    if (!buf->cg) {
+        LLVMBuilderRef eb = LLVMCreateBuilderInContext(g->ctx);
+        LLVMValueRef first = LLVMGetFirstInstruction(g->entry);
+        if (first)
+            LLVMPositionBuilderBefore(eb, first);
+        else
+            LLVMPositionBuilderAtEnd(eb, g->entry);
+        int64_t n = 1;
+        for (int d = 0; d < buf->rank; d++)
+            n *= buf->shape[d];
+        buf->cg = LLVMBuildAlloca(eb, LLVMArrayType2(mem_ty(g, buf->dt), (uint64_t)n), buf->name);
+        LLVMDisposeBuilder(eb);
+    }
+    return buf->cg;
+}
+
+static LLVMValueRef cg_expr(CG *g, TExpr *e);
+
+static LLVMValueRef as_i64(CG *g, LLVMValueRef v, DType dt)
+{
+    if (dtype_bits(dt) == 64)
+        return v;
+    return dtype_is_signed(dt) ? LLVMBuildSExt(g->b, v, g->t_i64, "") : LLVMBuildZExt(g->b, v, g->t_i64, "");
+}
+
+static LLVMValueRef buf_base(CG *g, TBuf *buf)
+{
+    if (buf->scope == SC_SHARED)
+        return LLVMBuildGEP2(g->b, g->t_i8, g->smem, (LLVMValueRef[]){c32(g, (int32_t)buf->smem_offset)}, 1, "");
+    if (buf->scope == SC_LOCAL || buf->scope == SC_FRAG)
+        return local_array(g, buf);
+    if (buf->param >= 0)
+        return g->tensor_ptr[buf->param];
+    if (!buf->cg) {
+        LLVMValueRef a = cg_expr(g, buf->addr);
+        buf->cg = LLVMBuildIntToPtr(g->b, a, g->t_ptr1, "view");
+    }
+    return buf->cg;
+}
+
+static LLVMValueRef stride_val(CG *g, TBuf *b, int d)
+{
+    if (b->scope == SC_GLOBAL)
+        return as_i64(g, cg_expr(g, b->gstride[d]), b->gstride[d]->dt);
+    int64_t s = 1;
+    for (int i = b->rank - 1; i > d; i--)
+        s *= b->shape[i] + (i == b->rank - 1 ? b->row_pad : 0);
+    return ci(g, g->t_i64, s);
+}
+
+/* linear element index of buf[idx...] */
+static LLVMValueRef linear_index(CG *g, TBuf *b, TExpr **idx)
+{
+    if (b->scope != SC_GLOBAL) {
+        /* shared / local: 32-bit arithmetic on compile-time strides */
+        LLVMValueRef lin = c32(g, 0);
+        for (int d = 0; d < b->rank; d++) {
+            int64_t s = 1;
+            for (int i = b->rank - 1; i > d; i--)
+                s *= b->shape[i] + (i == b->rank - 1 ? b->row_pad : 0);
+            LLVMValueRef x = cg_expr(g, idx[d]);
+            if (dtype_bits(idx[d]->dt) == 64)
+                x = LLVMBuildTrunc(g->b, x, g->t_i32, "");
+            else if (dtype_bits(idx[d]->dt) < 32)
+                x = LLVMBuildSExt(g->b, x, g->t_i32, "");
+            lin = LLVMBuildAdd(g->b, lin, LLVMBuildMul(g->b, x, c32(g, s), ""), "");
+        }
+        return lin;
+    }
+    LLVMValueRef lin = ci(g, g->t_i64, 0);
+    for (int d = 0; d < b->rank; d++) {
+        LLVMValueRef x = as_i64(g, cg_expr(g, idx[d]), idx[d]->dt);
+        int64_t sv;
+        if (tx_is_const(b->gstride[d], &sv) && sv == 1)
+            lin = LLVMBuildAdd(g->b, lin, x, "");
+        else
+            lin = LLVMBuildAdd(g->b, lin, LLVMBuildMul(g->b, x, stride_val(g, b, d), ""), "");
+    }
+    return lin;
+}
+
+/* address of the byte holding element `lin` (e2m1: two elements per byte) */
+static LLVMValueRef elem_addr(CG *g, TBuf *b, LLVMValueRef lin)
+{
+    LLVMValueRef base = buf_base(g, b);
+    if (b->dt == DT_E2M1) {
+        LLVMValueRef byte = LLVMBuildAShr(g->b, lin, ci(g, LLVMTypeOf(lin), 1), "");
+        return LLVMBuildGEP2(g->b, g->t_i8, base, &byte, 1, "");
+    }
+    if (b->scope == SC_LOCAL || b->scope == SC_FRAG) {
+        LLVMValueRef ix[2] = {c32(g, 0), lin};
+        int64_t n = 1;
+        for (int d = 0; d < b->rank; d++)
+            n *= b->shape[d];
+        return LLVMBuildGEP2(g->b, LLVMArrayType2(mem_ty(g, b->dt), (uint64_t)n), base, ix, 2, "");
+    }
+    return LLVMBuildGEP2(g->b, mem_ty(g, b->dt), base, &lin, 1, "");
+}
+
+static LLVMValueRef load_elem(CG *g, TBuf *b, TExpr **idx, int align)
+{
+    LLVMValueRef lin = linear_index(g, b, idx);
+    LLVMValueRef p = elem_addr(g, b, lin);
+    LLVMValueRef v = LLVMBuildLoad2(g->b, mem_ty(g, b->dt), p, "");
+    int es = dtype_storage_bytes(b->dt);
+    LLVMSetAlignment(v, (unsigned)(align > es ? align : es));
+    if (b->dt == DT_E2M1) {
+        LLVMValueRef sh = LLVMBuildTrunc(g->b, LLVMBuildShl(g->b, LLVMBuildAnd(g->b, lin, ci(g, LLVMTypeOf(lin), 1), ""),
+                                                            ci(g, LLVMTypeOf(lin), 2), ""), g->t_i8, "");
+        v = LLVMBuildAnd(g->b, LLVMBuildLShr(g->b, v, sh, ""), ci(g, g->t_i8, 0xF), "");
+    }
+    if (b->dt == DT_BOOL)
+        v = LLVMBuildICmp(g->b, LLVMIntNE, v, ci(g, g->t_i8, 0), "");
+    return v;
+}
+
+static void store_elem(CG *g, TBuf *b, TExpr **idx, LLVMValueRef v, int align, Loc loc)
+{
+    LLVMValueRef lin = linear_index(g, b, idx);
+    if (b->dt == DT_E2M1 && b->scope != SC_LOCAL && b->scope != SC_FRAG) {
+        cg_error(g, loc, "a single e2m1 element cannot be stored to memory (two share a byte); store pairs with a tile copy");
+        return;
+    }
+    LLVMValueRef p = elem_addr(g, b, lin);
+    if (b->dt == DT_BOOL)
+        v = LLVMBuildZExt(g->b, v, g->t_i8, "");
+    if (b->dt == DT_E2M1) /* register arrays hold one element per byte */
+        p = LLVMBuildGEP2(g->b, g->t_i8, buf_base(g, b), &lin, 1, "");
+    LLVMValueRef st = LLVMBuildStore(g->b, v, p);
+    int es = dtype_storage_bytes(b->dt);
+    LLVMSetAlignment(st, (unsigned)(align > es ? align : es));
+}
+
+/* register arrays hold e2m1 one element per byte: their addresses are plain byte offsets */
+static LLVMValueRef reg_addr(CG *g, TBuf *regs, int r)
+{
+    LLVMValueRef ix[2] = {c32(g, 0), c32(g, r)};
+    return LLVMBuildGEP2(g->b, LLVMArrayType2(mem_ty(g, regs->dt), (uint64_t)regs->shape[0]), local_array(g, regs), ix, 2, "");
+}
+
+static LLVMValueRef reg_get(CG *g, TBuf *regs, int r)
+{
+    LLVMValueRef v = LLVMBuildLoad2(g->b, mem_ty(g, regs->dt), reg_addr(g, regs, r), "");
+    if (regs->dt == DT_BOOL)
+        v = LLVMBuildICmp(g->b, LLVMIntNE, v, ci(g, g->t_i8, 0), "");
+    return v;
+}
+
+static void reg_set(CG *g, TBuf *regs, int r, LLVMValueRef v)
+{
+    if (regs->dt == DT_BOOL)
+        v = LLVMBuildZExt(g->b, v, g->t_i8, "");
+    LLVMBuildStore(g->b, v, reg_addr(g, regs, r));
+}
+
+/* ---- vector accesses: VLOAD / VSTORE ---- */
+static void cg_vload(CG *g, TStmt *s)
+{
+    TBuf *b = s->buf;
+    LLVMValueRef lin = linear_index(g, b, s->idx);
+    LLVMValueRef p = elem_addr(g, b, lin);
+    int n = s->vec;
+    if (b->dt == DT_E2M1) {
+        int bytes = n / 2;
+        LLVMTypeRef vt = bytes == 1 ? g->t_i8 : LLVMVectorType(g->t_i8, (unsigned)bytes);
+        LLVMValueRef v = LLVMBuildLoad2(g->b, vt, p, "");
+        LLVMSetAlignment(v, (unsigned)(s->align > 1 ? s->align : 1));
+        for (int i = 0; i < bytes; i++) {
+            LLVMValueRef byte = bytes == 1 ? v : LLVMBuildExtractElement(g->b, v, c32(g, i), "");
+            LLVMValueRef lo = LLVMBuildAnd(g->b, byte, ci(g, g->t_i8, 0xF), "");
+            LLVMValueRef hi = LLVMBuildLShr(g->b, byte, ci(g, g->t_i8, 4), "");
+            reg_set(g, s->regs, s->roff + 2 * i, cvt(g, lo, DT_E2M1, s->regs->dt, RND_DEFAULT, s->loc));
+            reg_set(g, s->regs, s->roff + 2 * i + 1, cvt(g, hi, DT_E2M1, s->regs->dt, RND_DEFAULT, s->loc));
+        }
+        return;
+    }
+    LLVMTypeRef et = mem_ty(g, b->dt);
+    LLVMTypeRef vt = n == 1 ? et : LLVMVectorType(et, (unsigned)n);
+    LLVMValueRef v = LLVMBuildLoad2(g->b, vt, p, "");
+    int es = dtype_storage_bytes(b->dt);
+    LLVMSetAlignment(v, (unsigned)(s->align > es ? s->align : es));
+    DType md = b->dt == DT_BOOL ? DT_U8 : b->dt;
+    for (int i = 0; i < n; i++) {
+        LLVMValueRef x = n == 1 ? v : LLVMBuildExtractElement(g->b, v, c32(g, i), "");
+        if ((md == DT_E4M3 || md == DT_E5M2) && (s->regs->dt == DT_F32 || s->regs->dt == DT_F16) && i + 1 < n && i % 2 == 0) {
+            /* pairs through one cvt.f16x2 */
+            LLVMValueRef y = LLVMBuildExtractElement(g->b, v, c32(g, i + 1), "");
+            LLVMValueRef w = LLVMBuildOr(g->b, LLVMBuildZExt(g->b, x, g->t_i16, ""),
+                                         LLVMBuildShl(g->b, LLVMBuildZExt(g->b, y, g->t_i16, ""), ci(g, g->t_i16, 8), ""), "");
+            LLVMTypeRef v2h = LLVMVectorType(g->t_f16, 2);
+            LLVMValueRef pair = call_intrinsic(g, md == DT_E4M3 ? "llvm.nvvm.e4m3x2.to.f16x2.rn" : "llvm.nvvm.e5m2x2.to.f16x2.rn",
+                                               v2h, &g->t_i16, 1, &w);
+            for (int j = 0; j < 2; j++) {
+                LLVMValueRef h = LLVMBuildExtractElement(g->b, pair, c32(g, j), "");
+                reg_set(g, s->regs, s->roff + i + j, s->regs->dt == DT_F16 ? h : LLVMBuildFPExt(g->b, h, g->t_f32, ""));
+            }
+            i++;
+            continue;
+        }
+        if (b->dt == DT_BOOL) {
+            x = LLVMBuildICmp(g->b, LLVMIntNE, x, ci(g, g->t_i8, 0), "");
+            md = DT_BOOL;
+        }
+        reg_set(g, s->regs, s->roff + i, cvt(g, x, md, s->regs->dt, RND_DEFAULT, s->loc));
+    }
+}
+
+static void cg_vstore(CG *g, TStmt *s)
+{
+    TBuf *b = s->buf;
+    LLVMValueRef lin = linear_index(g, b, s->idx);
+    LLVMValueRef p = elem_addr(g, b, lin);
+    int n = s->vec;
+    if (b->dt == DT_E2M1) {
+        int bytes = n / 2;
+        LLVMTypeRef vt = bytes == 1 ? g->t_i8 : LLVMVectorType(g->t_i8, (unsigned)bytes);
+        LLVMValueRef v = LLVMGetUndef(vt);
+        for (int i = 0; i < bytes; i++) {
+            LLVMValueRef lo, hi;
+            if (g->k->sm >= 100 && s->regs->dt == DT_F32) {
+                LLVMValueRef args[2] = {reg_get(g, s->regs, s->roff + 2 * i + 1), reg_get(g, s->regs, s->roff + 2 * i)};
+                LLVMTypeRef at[2] = {g->t_f32, g->t_f32};
+                LLVMValueRef pair = call_intrinsic(g, "llvm.nvvm.ff.to.e2m1x2.rn.satfinite", g->t_i16, at, 2, args);
+                LLVMValueRef byte = LLVMBuildTrunc(g->b, pair, g->t_i8, "");
+                v = bytes == 1 ? byte : LLVMBuildInsertElement(g->b, v, byte, c32(g, i), "");
+                continue;
+            }
+            lo = cvt(g, reg_get(g, s->regs, s->roff + 2 * i), s->regs->dt, DT_E2M1, RND_DEFAULT, s->loc);
+            hi = cvt(g, reg_get(g, s->regs, s->roff + 2 * i + 1), s->regs->dt, DT_E2M1, RND_DEFAULT, s->loc);
+            LLVMValueRef byte = LLVMBuildOr(g->b, LLVMBuildAnd(g->b, lo, ci(g, g->t_i8, 0xF), ""),
+                                            LLVMBuildShl(g->b, hi, ci(g, g->t_i8, 4), ""), "");
+            v = bytes == 1 ? byte : LLVMBuildInsertElement(g->b, v, byte, c32(g, i), "");
+        }
+        LLVMValueRef st = LLVMBuildStore(g->b, v, p);
+        LLVMSetAlignment(st, (unsigned)(s->align > 1 ? s->align : 1));
+        return;
+    }
+    LLVMTypeRef et = mem_ty(g, b->dt);
+    LLVMValueRef v;
+    if ((b->dt == DT_E4M3 || b->dt == DT_E5M2) && s->regs->dt == DT_F32 && n % 2 == 0) {
+        /* pairs through one cvt.rn.satfinite.e4m3x2.f32: element 2i in the low byte */
+        LLVMTypeRef v16 = LLVMVectorType(g->t_i16, (unsigned)(n / 2));
+        LLVMValueRef w = LLVMGetUndef(v16);
+        for (int i = 0; i < n; i += 2) {
+            LLVMValueRef args[2] = {reg_get(g, s->regs, s->roff + i + 1), reg_get(g, s->regs, s->roff + i)};
+            LLVMTypeRef at[2] = {g->t_f32, g->t_f32};
+            LLVMValueRef pair = call_intrinsic(g, b->dt == DT_E4M3 ? "llvm.nvvm.ff.to.e4m3x2.rn" : "llvm.nvvm.ff.to.e5m2x2.rn",
+                                               g->t_i16, at, 2, args);
+            w = LLVMBuildInsertElement(g->b, w, pair, c32(g, i / 2), "");
+        }
+        v = LLVMBuildBitCast(g->b, w, LLVMVectorType(g->t_i8, (unsigned)n), "");
+        if (n == 2)
+            v = LLVMBuildBitCast(g->b, w, LLVMVectorType(g->t_i8, 2), "");
+    } else {
+        LLVMTypeRef vt = n == 1 ? et : LLVMVectorType(et, (unsigned)n);
+        v = LLVMGetUndef(vt);
+        for (int i = 0; i < n; i++) {
+            LLVMValueRef x = cvt(g, reg_get(g, s->regs, s->roff + i), s->regs->dt, b->dt, RND_DEFAULT, s->loc);
+            if (b->dt == DT_BOOL)
+                x = LLVMBuildZExt(g->b, x, g->t_i8, "");
+            v = n == 1 ? x : LLVMBuildInsertElement(g->b, v, x, c32(g, i), "");
+        }
+    }
+    LLVMValueRef st = LLVMBuildStore(g->b, v, p);
+    int es = dtype_storage_bytes(b->dt);
+    LLVMSetAlignment(st, (unsigned)(s->align > es ? s->align : es));
+}
+
+/* ---------------- expressions ---------------- */
+
+static LLVMValueRef special(CG *g, Special sp)
+{
+    static const char *names[] = {
+        "llvm.nvvm.read.ptx.sreg.tid.x", "llvm.nvvm.read.ptx.sreg.tid.y", "llvm.nvvm.read.ptx.sreg.tid.z",
+        "llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y", "llvm.nvvm.read.ptx.sreg.ctaid.z",
+        "llvm.nvvm.read.ptx.sreg.ntid.x", "llvm.nvvm.read.ptx.sreg.ntid.y", "llvm.nvvm.read.ptx.sreg.ntid.z",
+        "llvm.nvvm.read.ptx.sreg.nctaid.x", "llvm.nvvm.read.ptx.sreg.nctaid.y", "llvm.nvvm.read.ptx.sreg.nctaid.z"};
+    if (sp == SP_LANE)
+        return LLVMBuildAnd(g->b, special(g, SP_TID_X), c32(g, 31), "");
+    if (sp == SP_WARP)
+        return LLVMBuildLShr(g->b, special(g, SP_TID_X), c32(g, 5), "");
+    return call_intrinsic(g, names[sp], g->t_i32, NULL, 0, NULL);
+}
+
+/* CUDA's accurate expf (spec §0.3), so that exp() is bit-identical to torch.exp */
+static LLVMValueRef expf_accurate(CG *g, LLVMValueRef x)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef f = g->t_f32;
+    LLVMValueRef a1[3] = {x, cf32_bits(g, 0x3BBB989D), cf32(g, 0.5f)};
+    LLVMValueRef t = call_overloaded(g, "llvm.fma", &f, 1, a1, 3);
+    t = call_intrinsic(g, "llvm.nvvm.saturate.f", f, &f, 1, &t);
+    LLVMValueRef a2[3] = {t, cf32(g, 252.0f), cf32(g, 12582913.0f)};
+    LLVMTypeRef ft3[3] = {f, f, f};
+    LLVMValueRef j = call_intrinsic(g, "llvm.nvvm.fma.rm.f", f, ft3, 3, a2);
+    LLVMValueRef k = LLVMBuildFSub(b, j, cf32(g, 12583039.0f), "");
+    LLVMValueRef a3[3] = {x, cf32_bits(g, 0x3FB8AA3B), LLVMBuildFNeg(b, k, "")};
+    LLVMValueRef r = call_overloaded(g, "llvm.fma", &f, 1, a3, 3);
+    LLVMValueRef a4[3] = {x, cf32_bits(g, 0x32A57060), r};
+    r = call_overloaded(g, "llvm.fma", &f, 1, a4, 3);
+    LLVMValueRef p = call_overloaded(g, "llvm.nvvm.ex2.approx.ftz", &f, 1, &r, 1);
+    LLVMValueRef sb = LLVMBuildShl(b, LLVMBuildBitCast(b, j, g->t_i32, ""), c32(g, 23), "");
+    LLVMValueRef s = LLVMBuildBitCast(b, sb, f, "");
+    return LLVMBuildFMul(b, p, s, "");
+}
+
+static LLVMValueRef shfl(CG *g, const char *mode, LLVMValueRef v, DType dt, LLVMValueRef lane, int width)
+{
+    /* 32-bit pieces through shfl.sync; 64-bit values as two halves */
+    char name[64];
+    snprintf(name, sizeof name, "llvm.nvvm.shfl.sync.%s.i32", mode);
+    int clampbits = (!strcmp(mode, "up") ? 0 : 0x1f) | ((32 - width) << 8);
+    LLVMTypeRef at[4] = {g->t_i32, g->t_i32, g->t_i32, g->t_i32};
+    if (dtype_bits(dt) == 64) {
+        LLVMValueRef w = dtype_is_float(dt) ? LLVMBuildBitCast(g->b, v, g->t_i64, "") : v;
+        LLVMValueRef lo = LLVMBuildTrunc(g->b, w, g->t_i32, "");
+        LLVMValueRef hi = LLVMBuildTrunc(g->b, LLVMBuildLShr(g->b, w, ci(g, g->t_i64, 32), ""), g->t_i32, "");
+        LLVMValueRef a1[4] = {c32(g, -1), lo, lane, c32(g, clampbits)};
+        LLVMValueRef a2[4] = {c32(g, -1), hi, lane, c32(g, clampbits)};
+        lo = call_intrinsic(g, name, g->t_i32, at, 4, a1);
+        hi = call_intrinsic(g, name, g->t_i32, at, 4, a2);
+        LLVMValueRef r = LLVMBuildOr(g->b, LLVMBuildZExt(g->b, lo, g->t_i64, ""),
+                                     LLVMBuildShl(g->b, LLVMBuildZExt(g->b, hi, g->t_i64, ""), ci(g, g->t_i64, 32), ""), "");
+        return dtype_is_float(dt) ? LLVMBuildBitCast(g->b, r, g->t_f64, "") : r;
+    }
+    LLVMValueRef w = dtype_is_float(dt) ? LLVMBuildBitCast(g->b, v, g->t_i32, "") : v;
+    LLVMValueRef a[4] = {c32(g, -1), w, lane, c32(g, clampbits)};
+    LLVMValueRef r = call_intrinsic(g, name, g->t_i32, at, 4, a);
+    return dtype_is_float(dt) ? LLVMBuildBitCast(g->b, r, g->t_f32, "") : r;
+}
+
+static LLVMValueRef minmax(CG *g, bool is_min, LLVMValueRef a, LLVMValueRef b, DType dt)
+{
+    if (dtype_is_float(dt)) {
+        LLVMTypeRef t = LLVMTypeOf(a);
+        LLVMValueRef args[2] = {a, b};
+        return call_overloaded(g, is_min ? "llvm.minnum" : "llvm.maxnum", &t, 1, args, 2);
+    }
+    bool s = dtype_is_signed(dt);
+    LLVMIntPredicate p = is_min ? (s ? LLVMIntSLT : LLVMIntULT) : (s ? LLVMIntSGT : LLVMIntUGT);
+    return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, p, a, b, ""), a, b, "");
+}
+
+static LLVMValueRef warp_reduce(CG *g, int op, LLVMValueRef v, DType dt)
+{
+    for (int off = 16; off >= 1; off /= 2) {
+        LLVMValueRef o = shfl(g, "bfly", v, dt, c32(g, off), 32);
+        if (op == BI_WARP_SUM)
+            v = dtype_is_float(dt) ? LLVMBuildFAdd(g->b, v, o, "") : LLVMBuildAdd(g->b, v, o, "");
+        else
+            v = minmax(g, op == BI_WARP_MIN, v, o, dt);
+    }
+    return v;
+}
+
+/* address of the element an atomic updates */
+static LLVMValueRef atomic_addr(CG *g, TExpr *target)
+{
+    TBuf *b = target->buf;
+    LLVMValueRef lin = linear_index(g, b, target->args);
+    return elem_addr(g, b, lin);
+}
+
+static LLVMValueRef cg_call(CG *g, TExpr *e)
+{
+    LLVMBuilderRef b = g->b;
+    int n = e->nargs;
+    LLVMValueRef a[32];
+    bool atomic = e->builtin >= BI_ATOMIC_ADD && e->builtin <= BI_ATOMIC_CAS;
+    for (int i = atomic ? 1 : 0; i < n && i < 32; i++)
+        a[i] = cg_expr(g, e->args[i]);
+    DType dt = e->dt;
+    DType at = n > 0 ? e->args[n > 1 ? 1 : 0]->dt : DT_NONE;
+    if (n > 0)
+        at = e->args[0]->dt;
+    LLVMTypeRef t = n > 0 ? LLVMTypeOf(a[atomic ? (n > 1 ? 1 : 0) : 0]) : g->t_i32;
+    switch (e->builtin) {
+    case BI_EXP:
+        if (at == DT_F32)
+            return expf_accurate(g, a[0]);
+        break;
+    case BI_EXP2:
+        if (at == DT_F32)
+            return call_overloaded(g, "llvm.nvvm.ex2.approx", &t, 1, a, 1);
+        break;
+    case BI_SQRT: return call_overloaded(g, "llvm.sqrt", &t, 1, a, 1);
+    case BI_RSQRT:
+        if (at == DT_F32)
+            return call_intrinsic(g, "llvm.nvvm.rsqrt.approx.f", g->t_f32, &g->t_f32, 1, a);
+        break;
+    case BI_SIGMOID:
+        if (at == DT_F32) {
+            LLVMValueRef ex = expf_accurate(g, LLVMBuildFNeg(b, a[0], ""));
+            return LLVMBuildFDiv(b, cf32(g, 1.0f), LLVMBuildFAdd(b, cf32(g, 1.0f), ex, ""), "");
+        }
+        break;
+    case BI_ABS:
+        if (dtype_is_float(at))
+            return call_overloaded(g, "llvm.fabs", &t, 1, a, 1);
+        return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a[0], ci(g, t, 0), ""), LLVMBuildSub(b, ci(g, t, 0), a[0], ""),
+                               a[0], "");
+    case BI_MIN:
+    case BI_MAX: return minmax(g, e->builtin == BI_MIN, a[0], a[1], at);
+    case BI_CLAMP: return minmax(g, true, minmax(g, false, a[0], a[1], at), a[2], at);
+    case BI_FMA: return call_overloaded(g, "llvm.fma", &t, 1, a, 3);
+    case BI_SELECT: return LLVMBuildSelect(b, a[0], a[1], a[2], "");
+    case BI_FLOOR: return call_overloaded(g, "llvm.floor", &t, 1, a, 1);
+    case BI_CEIL: return call_overloaded(g, "llvm.ceil", &t, 1, a, 1);
+    case BI_TRUNC: return call_overloaded(g, "llvm.trunc", &t, 1, a, 1);
+    case BI_RINT: return call_overloaded(g, "llvm.rint", &t, 1, a, 1);
+    case BI_COPYSIGN: return call_overloaded(g, "llvm.copysign", &t, 1, a, 2);
+    case BI_ISFINITE: {
+        LLVMValueRef ab = call_overloaded(g, "llvm.fabs", &t, 1, a, 1);
+        return LLVMBuildFCmp(b, LLVMRealOLT, ab, LLVMConstReal(t, INFINITY), "");
+    }
+    case BI_ISNAN: return LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], "");
+    case BI_CDIV:
+    case BI_ALIGN:
+    case BI_FLOORDIV:
+    case BI_FLOORMOD: {
+        bool s = dtype_is_signed(at);
+        LLVMValueRef zero = ci(g, t, 0), one = ci(g, t, 1);
+        LLVMValueRef den = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, a[1], zero, ""), one, a[1], "");
+        LLVMValueRef q = s ? LLVMBuildSDiv(b, a[0], den, "") : LLVMBuildUDiv(b, a[0], den, "");
+        LLVMValueRef r = s ? LLVMBuildSRem(b, a[0], den, "") : LLVMBuildURem(b, a[0], den, "");
+        LLVMValueRef rnz = LLVMBuildICmp(b, LLVMIntNE, r, zero, "");
+        if (e->builtin == BI_CDIV || e->builtin == BI_ALIGN) {
+            LLVMValueRef same = s ? LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildICmp(b, LLVMIntSGT, r, zero, ""),
+                                                  LLVMBuildICmp(b, LLVMIntSGT, den, zero, ""), "")
+                                  : ci(g, g->t_i1, 1);
+            LLVMValueRef inc = LLVMBuildZExt(b, LLVMBuildAnd(b, rnz, same, ""), t, "");
+            LLVMValueRef c = LLVMBuildAdd(b, q, inc, "");
+            return e->builtin == BI_CDIV ? c : LLVMBuildMul(b, c, den, "");
+        }
+        LLVMValueRef diff = s ? LLVMBuildICmp(b, LLVMIntNE, LLVMBuildICmp(b, LLVMIntSLT, r, zero, ""),
+                                              LLVMBuildICmp(b, LLVMIntSLT, den, zero, ""), "")
+                              : ci(g, g->t_i1, 0);
+        LLVMValueRef adj = LLVMBuildAnd(b, rnz, diff, "");
+        if (e->builtin == BI_FLOORDIV)
+            return LLVMBuildSub(b, q, LLVMBuildZExt(b, adj, t, ""), "");
+        return LLVMBuildAdd(b, r, LLVMBuildSelect(b, adj, den, zero, ""), "");
+    }
+    case BI_POPC: {
+        LLVMValueRef p = call_overloaded(g, "llvm.ctpop", &t, 1, a, 1);
+        return dtype_bits(at) == 64 ? LLVMBuildTrunc(b, p, g->t_i32, "") : p;
+    }
+    case BI_CLZ: {
+        LLVMValueRef args[2] = {a[0], ci(g, g->t_i1, 0)};
+        LLVMValueRef p = call_overloaded(g, "llvm.ctlz", &t, 1, args, 2);
+        return dtype_bits(at) == 64 ? LLVMBuildTrunc(b, p, g->t_i32, "") : p;
+    }
+    case BI_SYNC_THREADS: {
+        LLVMValueRef z = c32(g, 0);
+        call_intrinsic(g, "llvm.nvvm.barrier.cta.sync.aligned.all", g->t_void, &g->t_i32, 1, &z);
+        return NULL;
+    }
+    case BI_SYNC_WARP: {
+        LLVMValueRef m = n ? a[0] : c32(g, -1);
+        call_intrinsic(g, "llvm.nvvm.bar.warp.sync", g->t_void, &g->t_i32, 1, &m);
+        return NULL;
+    }
+    case BI_SHFL:
+    case BI_SHFL_XOR:
+    case BI_SHFL_UP:
+    case BI_SHFL_DOWN: {
+        static const char *modes[] = {"idx", "bfly", "up", "down"};
+        int w = 32;
+        int64_t wv;
+        if (n == 3 && tx_is_const(e->args[2], &wv))
+            w = (int)wv;
+        if (n == 3 && !tx_is_const(e->args[2], &wv)) {
+            cg_error(g, e->loc, "the width of a shuffle must be a compile-time constant");
+            return LLVMGetUndef(t);
+        }
+        return shfl(g, modes[e->builtin - BI_SHFL], a[0], at, a[1], w);
+    }
+    case BI_WARP_SUM:
+    case BI_WARP_MAX:
+    case BI_WARP_MIN: return warp_reduce(g, e->builtin, a[0], at);
+    case BI_BALLOT: {
+        LLVMValueRef args[2] = {c32(g, -1), a[0]};
+        LLVMTypeRef ts[2] = {g->t_i32, g->t_i1};
+        return call_intrinsic(g, "llvm.nvvm.vote.ballot.sync", g->t_i32, ts, 2, args);
+    }
+    case BI_MATCH_ANY: {
+        LLVMValueRef args[2] = {c32(g, -1), a[0]};
+        bool w64 = dtype_bits(at) == 64;
+        LLVMTypeRef ts[2] = {g->t_i32, w64 ? g->t_i64 : g->t_i32};
+        return call_intrinsic(g, w64 ? "llvm.nvvm.match.any.sync.i64" : "llvm.nvvm.match.any.sync.i32", g->t_i32, ts, 2, args);
+    }
+    case BI_PDL_WAIT: call_intrinsic(g, "llvm.nvvm.griddepcontrol.wait", g->t_void, NULL, 0, NULL); return NULL;
+    case BI_PDL_TRIGGER: call_intrinsic(g, "llvm.nvvm.griddepcontrol.launch.dependents", g->t_void, NULL, 0, NULL); return NULL;
+    case BI_TRAP: call_intrinsic(g, "llvm.trap", g->t_void, NULL, 0, NULL); return NULL;
+    case BI_ASSERT: {
+        LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "assert.fail");
+        LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "assert.ok");
+        LLVMBuildCondBr(b, a[0], cont, fail);
+        LLVMPositionBuilderAtEnd(b, fail);
+        call_intrinsic(g, "llvm.trap", g->t_void, NULL, 0, NULL);
+        LLVMBuildUnreachable(b);
+        LLVMPositionBuilderAtEnd(b, cont);
+        return NULL;
+    }
+    case BI_ATOMIC_ADD:
+    case BI_ATOMIC_MAX:
+    case BI_ATOMIC_MIN:
+    case BI_ATOMIC_AND:
+    case BI_ATOMIC_OR:
+    case BI_ATOMIC_XOR:
+    case BI_ATOMIC_EXCH: {
+        LLVMValueRef p = atomic_addr(g, e->args[0]);
+        bool fl = dtype_is_float(dt), s = dtype_is_signed(dt);
+        LLVMAtomicRMWBinOp op;
+        switch (e->builtin) {
+        case BI_ATOMIC_ADD: op = fl ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd; break;
+        case BI_ATOMIC_MAX: op = s ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax; break;
+        case BI_ATOMIC_MIN: op = s ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin; break;
+        case BI_ATOMIC_AND: op = LLVMAtomicRMWBinOpAnd; break;
+        case BI_ATOMIC_OR: op = LLVMAtomicRMWBinOpOr; break;
+        case BI_ATOMIC_XOR: op = LLVMAtomicRMWBinOpXor; break;
+        default: op = LLVMAtomicRMWBinOpXchg; break;
+        }
+        return LLVMBuildAtomicRMW(b, op, p, a[1], LLVMAtomicOrderingMonotonic, 0);
+    }
+    case BI_ATOMIC_CAS: {
+        LLVMValueRef p = atomic_addr(g, e->args[0]);
+        LLVMValueRef r = LLVMBuildAtomicCmpXchg(b, p, a[1], a[2], LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
+        return LLVMBuildExtractValue(b, r, 0, "");
+    }
+    default: break;
+    }
+    char msg[160];
+    snprintf(msg, sizeof msg, "'%s' is not supported by the code generator yet%s",
+             e->builtin > 0 && e->builtin < BI_COUNT ? builtin_info((BuiltinId)e->builtin)->name : "this operation",
+             dt == DT_F64 ? " for f64" : "");
+    cg_error(g, e->loc, msg);
+    return dt == DT_NONE ? NULL : LLVMGetUndef(ty_of(g, dt));
+}
+
+static bool may_trap(const TExpr *e)
+{
+    if (!e)
+        return false;
+    if (e->kind == TX_LOAD || e->kind == TX_CALL)
+        return true;
+    return may_trap(e->a) || may_trap(e->b) || may_trap(e->c);
+}
+
+static LLVMValueRef cg_expr(CG *g, TExpr *e)
+{
+    LLVMBuilderRef b = g->b;
+    switch (e->kind) {
+    case TX_CONST:
+        if (dtype_is_float(e->dt) && e->dt != DT_E4M3 && e->dt != DT_E5M2 && e->dt != DT_E2M1)
+            return LLVMConstReal(ty_of(g, e->dt), e->fval);
+        return ci(g, ty_of(g, e->dt), e->ival);
+    case TX_VAR: return LLVMBuildLoad2(b, ty_of(g, e->dt), var_slot(g, e->var), "");
+    case TX_PARAM: return g->scalar[e->param];
+    case TX_DIM: return g->tensor_dim[e->param][e->axis];
+    case TX_STRIDE: return g->tensor_stride[e->param][e->axis];
+    case TX_SPECIAL: return special(g, e->special);
+    case TX_UN: {
+        LLVMValueRef a = cg_expr(g, e->a);
+        if (e->op == OP_NEG)
+            return dtype_is_float(e->dt) ? LLVMBuildFNeg(b, a, "") : LLVMBuildNeg(b, a, "");
+        return LLVMBuildNot(b, a, "");
+    }
+    case TX_BIN: {
+        DType dt = e->a->dt;
+        if ((e->op == OP_LAND || e->op == OP_LOR) && may_trap(e->b)) {
+            /* short-circuit: the right side may read memory the left side guards */
+            LLVMValueRef l = cg_expr(g, e->a);
+            LLVMBasicBlockRef from = LLVMGetInsertBlock(b);
+            LLVMBasicBlockRef rhs = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "sc.rhs");
+            LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "sc.done");
+            if (e->op == OP_LAND)
+                LLVMBuildCondBr(b, l, rhs, done);
+            else
+                LLVMBuildCondBr(b, l, done, rhs);
+            LLVMPositionBuilderAtEnd(b, rhs);
+            LLVMValueRef r = cg_expr(g, e->b);
+            LLVMBasicBlockRef rhs_end = LLVMGetInsertBlock(b);
+            LLVMBuildBr(b, done);
+            LLVMPositionBuilderAtEnd(b, done);
+            LLVMValueRef phi = LLVMBuildPhi(b, g->t_i1, "");
+            LLVMValueRef vals[2] = {ci(g, g->t_i1, e->op == OP_LOR), r};
+            LLVMBasicBlockRef bbs[2] = {from, rhs_end};
+            LLVMAddIncoming(phi, vals, bbs, 2);
+            return phi;
+        }
+        LLVMValueRef x = cg_expr(g, e->a), y = cg_expr(g, e->b);
+        if (dtype_is_float(dt)) {
+            switch (e->op) {
+            case OP_ADD: return LLVMBuildFAdd(b, x, y, "");
+            case OP_SUB: return LLVMBuildFSub(b, x, y, "");
+            case OP_MUL: return LLVMBuildFMul(b, x, y, "");
+            case OP_DIV: return LLVMBuildFDiv(b, x, y, "");
+            case OP_EQ: return LLVMBuildFCmp(b, LLVMRealOEQ, x, y, "");
+            case OP_NE: return LLVMBuildFCmp(b, LLVMRealUNE, x, y, "");
+            case OP_LT: return LLVMBuildFCmp(b, LLVMRealOLT, x, y, "");
+            case OP_LE: return LLVMBuildFCmp(b, LLVMRealOLE, x, y, "");
+            case OP_GT: return LLVMBuildFCmp(b, LLVMRealOGT, x, y, "");
+            case OP_GE: return LLVMBuildFCmp(b, LLVMRealOGE, x, y, "");
+            default: break;
+            }
+            cg_error(g, e->loc, "unsupported float operation");
+            return x;
+        }
+        bool s = dtype_is_signed(dt);
+        LLVMTypeRef t = LLVMTypeOf(x);
+        switch (e->op) {
+        case OP_ADD: return LLVMBuildAdd(b, x, y, "");
+        case OP_SUB: return LLVMBuildSub(b, x, y, "");
+        case OP_MUL: return LLVMBuildMul(b, x, y, "");
+        case OP_DIV:
+        case OP_MOD: {
+            int64_t cv;
+            if (!tx_is_const(e->b, &cv) || cv == 0) /* division by zero is unspecified, never undefined */
+                y = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, y, ci(g, t, 0), ""), ci(g, t, 1), y, "");
+            if (e->op == OP_DIV)
+                return s ? LLVMBuildSDiv(b, x, y, "") : LLVMBuildUDiv(b, x, y, "");
+            return s ? LLVMBuildSRem(b, x, y, "") : LLVMBuildURem(b, x, y, "");
+        }
+        case OP_SHL:
+        case OP_SHR: {
+            int bits = dtype_bits(dt);
+            int64_t cv;
+            bool small = tx_is_const(e->b, &cv) && cv >= 0 && cv < bits;
+            LLVMValueRef r = e->op == OP_SHL ? LLVMBuildShl(b, x, y, "") : s ? LLVMBuildAShr(b, x, y, "") : LLVMBuildLShr(b, x, y, "");
+            if (small)
+                return r;
+            /* shifts by the width or more: 0, or the sign for arithmetic right shifts */
+            LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGE, y, ci(g, t, bits), "");
+            LLVMValueRef fill = (e->op == OP_SHR && s) ? LLVMBuildAShr(b, x, ci(g, t, bits - 1), "") : ci(g, t, 0);
+            return LLVMBuildSelect(b, big, fill, r, "");
+        }
+        case OP_BAND:
+        case OP_LAND: return LLVMBuildAnd(b, x, y, "");
+        case OP_BOR:
+        case OP_LOR: return LLVMBuildOr(b, x, y, "");
+        case OP_BXOR: return LLVMBuildXor(b, x, y, "");
+        case OP_EQ: return LLVMBuildICmp(b, LLVMIntEQ, x, y, "");
+        case OP_NE: return LLVMBuildICmp(b, LLVMIntNE, x, y, "");
+        case OP_LT: return LLVMBuildICmp(b, s ? LLVMIntSLT : LLVMIntULT, x, y, "");
+        case OP_LE: return LLVMBuildICmp(b, s ? LLVMIntSLE : LLVMIntULE, x, y, "");
+        case OP_GT: return LLVMBuildICmp(b, s ? LLVMIntSGT : LLVMIntUGT, x, y, "");
+        case OP_GE: return LLVMBuildICmp(b, s ? LLVMIntSGE : LLVMIntUGE, x, y, "");
+        default: break;
+        }
+        return x;
+    }
+    case TX_SELECT: return LLVMBuildSelect(b, cg_expr(g, e->a), cg_expr(g, e->b), cg_expr(g, e->c), "");
+    case TX_CVT: return cvt(g, cg_expr(g, e->a), e->a->dt, e->dt, e->round, e->loc);
+    case TX_BITCAST: {
+        LLVMValueRef v = cg_expr(g, e->a);
+        return LLVMBuildBitCast(b, v, ty_of(g, e->dt), "");
+    }
+    case TX_LOAD: {
+        TBuf *buf = e->buf;
+        if (buf->scope == SC_LOCAL && buf->rank == 1 && buf->shape[0] >= 0) {
+            int64_t r;
+            if (tx_is_const(e->args[0], &r) && r >= 0 && r < buf->shape[0])
+                return reg_get(g, buf, (int)r);
+        }
+        return load_elem(g, buf, e->args, e->align);
+    }
+    case TX_CALL: {
+        LLVMValueRef v = cg_call(g, e);
+        return v ? v : ci(g, g->t_i32, 0);
+    }
+    }
+    return ci(g, g->t_i32, 0);
+}
+
+/* ---------------- statements ---------------- */
+
+static void cg_stmt(CG *g, TStmt *s);
+
+static void cg_list(CG *g, TStmt **v, int n)
+{
+    for (int i = 0; i < n && g->ok; i++)
+        cg_stmt(g, v[i]);
+}
+
+/* after a jump the builder needs a fresh (unreachable) block */
+static void fresh_block(CG *g)
+{
+    LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, g->fn, "dead"));
+}
+
+static void cg_stmt(CG *g, TStmt *s)
+{
+    LLVMBuilderRef b = g->b;
+    switch (s->kind) {
+    case TS_SEQ: cg_list(g, s->body, s->nbody); break;
+    case TS_DECL:
+        if (s->e)
+            LLVMBuildStore(b, cg_expr(g, s->e), var_slot(g, s->var));
+        else
+            var_slot(g, s->var);
+        break;
+    case TS_ASSIGN: LLVMBuildStore(b, cg_expr(g, s->e), var_slot(g, s->var)); break;
+    case TS_STORE: {
+        LLVMValueRef v = cg_expr(g, s->e);
+        TBuf *buf = s->buf;
+        int64_t r;
+        if (buf->scope == SC_LOCAL && buf->rank == 1 && tx_is_const(s->idx[0], &r) && r >= 0 && r < buf->shape[0])
+            reg_set(g, buf, (int)r, v);
+        else
+            store_elem(g, buf, s->idx, v, s->align, s->loc);
+        break;
+    }
+    case TS_EVAL: cg_expr(g, s->e); break;
+    case TS_IF: {
+        LLVMValueRef c = cg_expr(g, s->e);
+        LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "then");
+        LLVMBasicBlockRef els = s->nels ? LLVMAppendBasicBlockInContext(g->ctx, g->fn, "else") : NULL;
+        LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "endif");
+        LLVMBuildCondBr(b, c, then, els ? els : done);
+        LLVMPositionBuilderAtEnd(b, then);
+        cg_list(g, s->body, s->nbody);
+        LLVMBuildBr(b, done);
+        if (els) {
+            LLVMPositionBuilderAtEnd(b, els);
+            cg_list(g, s->els, s->nels);
+            LLVMBuildBr(b, done);
+        }
+        LLVMPositionBuilderAtEnd(b, done);
+        break;
+    }
+    case TS_FOR: {
+        int64_t lo, hi, step;
+        if (s->for_kind == FOR_UNROLL && tx_is_const(s->lo, &lo) && tx_is_const(s->hi, &hi) && tx_is_const(s->step, &step) &&
+            step > 0) {
+            /* unrolled here so that register-array indices are constants */
+            LLVMValueRef slot = var_slot(g, s->var);
+            LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "unroll.end");
+            if (g->nloops >= 64) {
+                cg_error(g, s->loc, "loops nest too deeply");
+                return;
+            }
+            for (int64_t i = lo; i < hi && g->ok; i += step) {
+                LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "unroll.next");
+                LLVMBuildStore(b, ci(g, ty_of(g, s->var->dt), i), slot);
+                g->brk[g->nloops] = done;
+                g->cont[g->nloops] = next;
+                g->nloops++;
+                cg_list(g, s->body, s->nbody);
+                g->nloops--;
+                LLVMBuildBr(b, next);
+                LLVMPositionBuilderAtEnd(b, next);
+            }
+            LLVMBuildBr(b, done);
+            LLVMPositionBuilderAtEnd(b, done);
+            break;
+        }
+        LLVMValueRef slot = var_slot(g, s->var);
+        LLVMValueRef hiv = cg_expr(g, s->hi);
+        LLVMValueRef stepv = cg_expr(g, s->step);
+        LLVMBuildStore(b, cg_expr(g, s->lo), slot);
+        LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "for.head");
+        LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "for.body");
+        LLVMBasicBlockRef latch = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "for.latch");
+        LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "for.end");
+        LLVMBuildBr(b, head);
+        LLVMPositionBuilderAtEnd(b, head);
+        LLVMValueRef iv = LLVMBuildLoad2(b, ty_of(g, s->var->dt), slot, "");
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, dtype_is_signed(s->var->dt) ? LLVMIntSLT : LLVMIntULT, iv, hiv, ""), body, done);
+        LLVMPositionBuilderAtEnd(b, body);
+        if (g->nloops >= 64) {
+            cg_error(g, s->loc, "loops nest too deeply");
+            return;
+        }
+        g->brk[g->nloops] = done;
+        g->cont[g->nloops] = latch;
+        g->nloops++;
+        cg_list(g, s->body, s->nbody);
+        g->nloops--;
+        LLVMBuildBr(b, latch);
+        LLVMPositionBuilderAtEnd(b, latch);
+        LLVMValueRef cur = LLVMBuildLoad2(b, ty_of(g, s->var->dt), slot, "");
+        LLVMBuildStore(b, LLVMBuildAdd(b, cur, stepv, ""), slot);
+        LLVMBuildBr(b, head);
+        LLVMPositionBuilderAtEnd(b, done);
+        break;
+    }
+    case TS_WHILE: {
+        LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "while.head");
+        LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "while.body");
+        LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "while.end");
+        LLVMBuildBr(b, head);
+        LLVMPositionBuilderAtEnd(b, head);
+        LLVMBuildCondBr(b, cg_expr(g, s->e), body, done);
+        LLVMPositionBuilderAtEnd(b, body);
+        if (g->nloops >= 64) {
+            cg_error(g, s->loc, "loops nest too deeply");
+            return;
+        }
+        g->brk[g->nloops] = done;
+        g->cont[g->nloops] = head;
+        g->nloops++;
+        cg_list(g, s->body, s->nbody);
+        g->nloops--;
+        LLVMBuildBr(b, head);
+        LLVMPositionBuilderAtEnd(b, done);
+        break;
+    }
+    case TS_BREAK:
+    case TS_CONTINUE:
+        LLVMBuildBr(b, s->kind == TS_BREAK ? g->brk[g->nloops - 1] : g->cont[g->nloops - 1]);
+        fresh_block(g);
+        break;
+    case TS_RETURN:
+        LLVMBuildBr(b, g->ret_bb);
+        fresh_block(g);
+        break;
+    case TS_BLOCK: {
+        LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "block.end");
+        if (g->nlabels >= 64) {
+            cg_error(g, s->loc, "fn calls nest too deeply");
+            return;
+        }
+        g->labels[g->nlabels].label = s->label;
+        g->labels[g->nlabels].exit = exit;
+        g->nlabels++;
+        cg_list(g, s->body, s->nbody);
+        g->nlabels--;
+        LLVMBuildBr(b, exit);
+        LLVMPositionBuilderAtEnd(b, exit);
+        break;
+    }
+    case TS_EXIT:
+        for (int i = g->nlabels - 1; i >= 0; i--)
+            if (g->labels[i].label == s->label) {
+                LLVMBuildBr(b, g->labels[i].exit);
+                fresh_block(g);
+                return;
+            }
+        cg_error(g, s->loc, "internal: exit without its block");
+        break;
+    case TS_BARRIER: {
+        LLVMValueRef z = c32(g, 0);
+        call_intrinsic(g, "llvm.nvvm.barrier.cta.sync.aligned.all", g->t_void, &g->t_i32, 1, &z);
+        break;
+    }
+    case TS_VLOAD: cg_vload(g, s); break;
+    case TS_VSTORE: cg_vstore(g, s); break;
+    default: diag_ice(g->k->diag, "codegen", "tile operation reached code generation"); g->ok = false; break;
+    }
+}
+
+/* ---------------- the kernel function ---------------- */
+
+LLVMModuleRef cg_build_module(TKernel *k, LLVMContextRef ctx)
+{
+    CG g = {0};
+    g.k = k;
+    g.ctx = ctx;
+    g.ok = true;
+    g.mod = LLVMModuleCreateWithNameInContext(k->entry, ctx);
+    LLVMSetTarget(g.mod, "nvptx64-nvidia-cuda");
+    g.b = LLVMCreateBuilderInContext(ctx);
+    g.t_i1 = LLVMInt1TypeInContext(ctx);
+    g.t_i8 = LLVMInt8TypeInContext(ctx);
+    g.t_i16 = LLVMInt16TypeInContext(ctx);
+    g.t_i32 = LLVMInt32TypeInContext(ctx);
+    g.t_i64 = LLVMInt64TypeInContext(ctx);
+    g.t_f16 = LLVMHalfTypeInContext(ctx);
+    g.t_bf16 = LLVMBFloatTypeInContext(ctx);
+    g.t_f32 = LLVMFloatTypeInContext(ctx);
+    g.t_f64 = LLVMDoubleTypeInContext(ctx);
+    g.t_void = LLVMVoidTypeInContext(ctx);
+    g.t_ptr0 = LLVMPointerTypeInContext(ctx, 0);
+    g.t_ptr1 = LLVMPointerTypeInContext(ctx, 1);
+    g.t_ptr3 = LLVMPointerTypeInContext(ctx, 3);
+    /* parameters per the ABI: tensor -> ptr, RANK i32 extents, RANK i64 strides; scalars by value */
+    LLVMTypeRef pts[TL_MAX_PARAMS * (1 + 2 * TL_MAX_RANK)];
+    int np = 0;
+    for (int i = 0; i < k->nparams; i++) {
+        TBuf *t = k->params[i];
+        if (t) {
+            pts[np++] = g.t_ptr1;
+            for (int d = 0; d < t->rank; d++)
+                pts[np++] = g.t_i32;
+            for (int d = 0; d < t->rank; d++)
+                pts[np++] = g.t_i64;
+        } else {
+            pts[np++] = mem_ty(&g, k->param_dt[i]);
+        }
+    }
+    LLVMTypeRef ft = LLVMFunctionType(g.t_void, pts, (unsigned)np, 0);
+    g.fn = LLVMAddFunction(g.mod, k->entry, ft);
+    LLVMSetFunctionCallConv(g.fn, LLVMPTXKernelCallConv);
+    char nt[16];
+    snprintf(nt, sizeof nt, "%d", k->nthreads);
+    LLVMAddAttributeAtIndex(g.fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(ctx, "nvvm.maxntid", 12, nt, (unsigned)strlen(nt)));
+    unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+    unsigned readonly = LLVMGetEnumAttributeKindForName("readonly", 8);
+    g.tensor_ptr = ARENA_ARRAY(k->arena, LLVMValueRef, k->nparams + 1);
+    g.tensor_dim = (LLVMValueRef(*)[TL_MAX_RANK])arena_alloc(k->arena, sizeof(LLVMValueRef) * TL_MAX_RANK * (size_t)(k->nparams + 1));
+    g.tensor_stride = (LLVMValueRef(*)[TL_MAX_RANK])arena_alloc(k->arena, sizeof(LLVMValueRef) * TL_MAX_RANK * (size_t)(k->nparams + 1));
+    g.scalar = ARENA_ARRAY(k->arena, LLVMValueRef, k->nparams + 1);
+    int pi = 0;
+    for (int i = 0; i < k->nparams; i++) {
+        TBuf *t = k->params[i];
+        if (t) {
+            g.tensor_ptr[i] = LLVMGetParam(g.fn, (unsigned)pi);
+            LLVMSetValueName2(g.tensor_ptr[i], t->name, strlen(t->name));
+            LLVMAddAttributeAtIndex(g.fn, (unsigned)pi + 1, LLVMCreateEnumAttribute(ctx, noalias, 0));
+            if (!t->written)
+                LLVMAddAttributeAtIndex(g.fn, (unsigned)pi + 1, LLVMCreateEnumAttribute(ctx, readonly, 0));
+            pi++;
+            for (int d = 0; d < t->rank; d++)
+                g.tensor_dim[i][d] = LLVMGetParam(g.fn, (unsigned)pi++);
+            for (int d = 0; d < t->rank; d++)
+                g.tensor_stride[i][d] = LLVMGetParam(g.fn, (unsigned)pi++);
+        } else {
+            g.scalar[i] = LLVMGetParam(g.fn, (unsigned)pi++);
+        }
+    }
+    g.smem = LLVMAddGlobalInAddressSpace(g.mod, LLVMArrayType2(g.t_i8, 0), "tl_smem", 3);
+    LLVMSetLinkage(g.smem, LLVMExternalLinkage);
+    LLVMSetAlignment(g.smem, 16);
+    g.entry = LLVMAppendBasicBlockInContext(ctx, g.fn, "entry");
+    LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(ctx, g.fn, "start");
+    g.ret_bb = LLVMAppendBasicBlockInContext(ctx, g.fn, "exit");
+    LLVMPositionBuilderAtEnd(g.b, g.entry);
+    LLVMBuildBr(g.b, start);
+    LLVMPositionBuilderAtEnd(g.b, start);
+    /* bool scalar parameters travel as bytes */
+    for (int i = 0; i < k->nparams; i++)
+        if (!k->params[i] && k->param_dt[i] == DT_BOOL)
+            g.scalar[i] = LLVMBuildICmp(g.b, LLVMIntNE, g.scalar[i], ci(&g, g.t_i8, 0), "");
+    cg_stmt(&g, k->body);
+    LLVMBuildBr(g.b, g.ret_bb);
+    LLVMPositionBuilderAtEnd(g.b, g.ret_bb);
+    LLVMBuildRetVoid(g.b);
+    LLVMDisposeBuilder(g.b);
+    /* variables and buffers point into this module: forget them for a later build */
+    for (int i = 0; i < k->nbufs; i++)
+        k->bufs[i]->cg = NULL;
+    if (!g.ok) {
+        LLVMDisposeModule(g.mod);
+        return NULL;
+    }
+    return g.mod;
+}

@@ -1,0 +1,234 @@
+/* compile.c — the pipeline for one specialisation:
+ *   sema(kernel, generics) -> lower_ast -> layout -> lower_tiles -> smem_plan -> LLVM -> PTX
+ * with the IR verifier between passes, and the external steps that need the CUDA toolkit. */
+#include "compile.h"
+
+#include "codegen.h"
+#include "signature.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static bool dump_wanted(const CompileRequest *rq, const char *pass)
+{
+    return rq->dump && rq->dump_after && (!strcmp(rq->dump_after, "all") || !strcmp(rq->dump_after, pass));
+}
+
+static bool run_pass(Compilation *c, const CompileRequest *rq, TKernel *k, const char *name, bool (*pass)(TKernel *))
+{
+    if (pass && !pass(k))
+        return false;
+    if (!tir_verify(k, name))
+        return false;
+    if (dump_wanted(rq, name)) {
+        sb_printf(rq->dump, "// ---- after %s ----\n", name);
+        tir_print(rq->dump, k);
+    }
+    return !diag_has_errors(&c->diag);
+}
+
+bool compile_specialization(Compilation *c, const CompileRequest *rq, CompileResult *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!sema_kernel(c, rq->kernel, &rq->args))
+        return false;
+    TKernel *k;
+    if (!lower_ast(c, rq->kernel, &rq->args, rq->sm, false, &k))
+        return false;
+    if (!run_pass(c, rq, k, "lower_ast", NULL) || !run_pass(c, rq, k, "layout", pass_layout) ||
+        !run_pass(c, rq, k, "lower_tiles", pass_lower_tiles) || !run_pass(c, rq, k, "smem_plan", pass_smem_plan))
+        return false;
+    StrBuf sig = {0};
+    if (!signature_write(&sig, k, &c->diag)) {
+        sb_free(&sig);
+        return false;
+    }
+    out->signature = sb_take(&sig);
+    out->entry = strdup(k->entry);
+    if (rq->stage == STAGE_TIR) {
+        StrBuf t = {0};
+        tir_print(&t, k);
+        out->size = t.len;
+        out->text = sb_take(&t);
+        return true;
+    }
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef m = cg_build_module(k, ctx);
+    bool ok = false;
+    if (m) {
+        if (rq->stage == STAGE_LLVM) {
+            out->text = cg_emit_llvm_text(k, m, rq->opt_level);
+            if (out->text)
+                out->size = strlen(out->text);
+        } else {
+            out->text = cg_emit_ptx(k, m, rq->opt_level, &out->size);
+        }
+        ok = out->text != NULL;
+        LLVMDisposeModule(m);
+    }
+    LLVMContextDispose(ctx);
+    if (!ok) {
+        compile_result_free(out);
+        return false;
+    }
+    return true;
+}
+
+void compile_result_free(CompileResult *r)
+{
+    free(r->text);
+    free(r->signature);
+    free(r->entry);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- CUDA toolkit programs ---- */
+const char *cuda_tool(const char *name)
+{
+    static char path[4096];
+    const char *homes[] = {getenv("TILEC_CUDA_HOME"), getenv("CUDA_HOME"), "/usr/local/cuda"};
+    for (int i = 0; i < 3; i++) {
+        if (!homes[i] || !*homes[i])
+            continue;
+        snprintf(path, sizeof path, "%s/bin/%s", homes[i], name);
+        if (access(path, X_OK) == 0)
+            return path;
+    }
+    return NULL;
+}
+
+static bool write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return false;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+static char *read_whole(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (sz < 0) {
+        fclose(f);
+        return NULL;
+    }
+    char *buf = tl_xmalloc((size_t)sz + 1);
+    size_t got = fread(buf, 1, (size_t)sz, f);
+    fclose(f);
+    buf[got] = 0;
+    *n = got;
+    return buf;
+}
+
+/* Runs argv, capturing stdout+stderr into `out`. Returns the exit status (-1 if it could not run). */
+static int run_capture(char *const argv[], StrBuf *out)
+{
+    int pipefd[2];
+    if (pipe(pipefd) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(pipefd[1], 1);
+        dup2(pipefd[1], 2);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(pipefd[1]);
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(pipefd[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0 && out)
+            sb_append(out, buf, (size_t)n);
+    close(pipefd[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+bool run_ptxas(DiagEngine *d, const char *ptx, size_t n, int sm, int opt_level, bool relocatable, char **cubin, size_t *cubin_size,
+               StrBuf *info)
+{
+    const char *ptxas = cuda_tool("ptxas");
+    if (!ptxas) {
+        diag_error(d, loc_none(), "ptxas not found: install the CUDA 13 toolkit at /usr/local/cuda or set TILEC_CUDA_HOME");
+        return false;
+    }
+    char dir[] = "/tmp/tilec-ptxas-XXXXXX";
+    if (!mkdtemp(dir)) {
+        diag_error(d, loc_none(), "cannot create a temporary directory: %s", strerror(errno));
+        return false;
+    }
+    char in[256], outp[256];
+    snprintf(in, sizeof in, "%s/k.ptx", dir);
+    snprintf(outp, sizeof outp, "%s/k.cubin", dir);
+    int fd = open(in, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    bool ok = fd >= 0 && write_all(fd, ptx, n);
+    if (fd >= 0)
+        close(fd);
+    if (!ok) {
+        diag_error(d, loc_none(), "cannot write a temporary PTX file");
+        rmdir(dir);
+        return false;
+    }
+    char arch[32], opt[8];
+    snprintf(arch, sizeof arch, "-arch=sm_%da", sm);
+    snprintf(opt, sizeof opt, "-O%d", opt_level < 0 ? 0 : opt_level > 3 ? 3 : opt_level);
+    char *argv[12];
+    int a = 0;
+    argv[a++] = (char *)ptxas;
+    argv[a++] = arch;
+    argv[a++] = opt;
+    argv[a++] = "-v";
+    if (relocatable)
+        argv[a++] = "-c";
+    argv[a++] = "-o";
+    argv[a++] = outp;
+    argv[a++] = in;
+    argv[a] = NULL;
+    StrBuf log = {0};
+    int rc = run_capture(argv, &log);
+    if (rc != 0) {
+        diag_error(d, loc_none(), "ptxas failed (exit %d):\n%s", rc, log.data ? log.data : "");
+        ok = false;
+    } else {
+        *cubin = read_whole(outp, cubin_size);
+        ok = *cubin != NULL;
+        if (!ok)
+            diag_error(d, loc_none(), "ptxas produced no output");
+        if (info && log.data)
+            sb_append(info, log.data, log.len);
+    }
+    sb_free(&log);
+    unlink(in);
+    unlink(outp);
+    rmdir(dir);
+    return ok;
+}

@@ -1,0 +1,35 @@
+/* compile.h — one specialisation from checked source to PTX, and the ptxas / fatbinary steps. */
+#ifndef TILEC_COMPILE_H
+#define TILEC_COMPILE_H
+
+#include "sema.h"
+
+typedef enum { STAGE_TIR, STAGE_LLVM, STAGE_PTX } CompileStage;
+
+typedef struct CompileRequest {
+    Item *kernel;
+    GenericArgs args;
+    int sm;                   /* 90 or 100 */
+    int opt_level;
+    CompileStage stage;       /* how far to go */
+    const char *dump_after;   /* print the TIR after this pass ("all" for every pass) */
+    StrBuf *dump;             /* where dumps go */
+} CompileRequest;
+
+typedef struct CompileResult {
+    char *text;               /* TIR / LLVM IR / PTX (malloc'd) */
+    size_t size;
+    char *signature;          /* malloc'd */
+    char *entry;              /* malloc'd */
+} CompileResult;
+
+/* Runs sema for the specialisation, lowering, the passes and codegen. */
+bool compile_specialization(Compilation *c, const CompileRequest *rq, CompileResult *out);
+void compile_result_free(CompileResult *r);
+
+/* ptxas: PTX text -> cubin bytes. info (optional) receives ptxas -v output. */
+bool run_ptxas(DiagEngine *d, const char *ptx, size_t n, int sm, int opt_level, bool relocatable, char **cubin, size_t *cubin_size,
+               StrBuf *info);
+const char *cuda_tool(const char *name); /* absolute path of a CUDA toolkit program, or NULL */
+
+#endif

@@ -1,0 +1,111 @@
+/* emit_ptx.c — the LLVM side of the back end: NVPTX target machines for sm_90a / sm_100a, the
+ * new pass manager's default<O3> pipeline, and PTX text. */
+#include "codegen.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
+
+static void init_once(void)
+{
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+}
+
+void cg_init_llvm(void) { pthread_once(&llvm_once, init_once); }
+
+static LLVMTargetMachineRef make_tm(TKernel *k, int opt)
+{
+    cg_init_llvm();
+    LLVMTargetRef target;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &target, &err)) {
+        diag_ice(k->diag, "codegen", "no NVPTX target in this LLVM: %s", err ? err : "?");
+        LLVMDisposeMessage(err);
+        return NULL;
+    }
+    const char *cpu = k->sm >= 100 ? "sm_100a" : "sm_90a";
+    LLVMCodeGenOptLevel lvl = opt <= 0 ? LLVMCodeGenLevelNone : opt == 1 ? LLVMCodeGenLevelLess :
+                              opt == 2 ? LLVMCodeGenLevelDefault : LLVMCodeGenLevelAggressive;
+    return LLVMCreateTargetMachine(target, "nvptx64-nvidia-cuda", cpu, "+ptx86", lvl, LLVMRelocDefault, LLVMCodeModelDefault);
+}
+
+static bool optimise(TKernel *k, LLVMModuleRef m, LLVMTargetMachineRef tm, int opt)
+{
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    char *dl = LLVMCopyStringRepOfTargetData(td);
+    LLVMSetDataLayout(m, dl);
+    LLVMDisposeMessage(dl);
+    LLVMDisposeTargetData(td);
+    char *msg = NULL;
+    if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
+        diag_ice(k->diag, "codegen", "invalid LLVM IR for %s: %s", k->key, msg ? msg : "?");
+        LLVMDisposeMessage(msg);
+        return false;
+    }
+    LLVMDisposeMessage(msg);
+    char pipeline[32];
+    snprintf(pipeline, sizeof pipeline, "default<O%d>", opt < 0 ? 0 : opt > 3 ? 3 : opt);
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(m, pipeline, tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (e) {
+        char *em = LLVMGetErrorMessage(e);
+        diag_ice(k->diag, "codegen", "LLVM passes failed: %s", em);
+        LLVMDisposeErrorMessage(em);
+        return false;
+    }
+    return true;
+}
+
+char *cg_emit_ptx(TKernel *k, LLVMModuleRef m, int opt_level, size_t *size)
+{
+    LLVMTargetMachineRef tm = make_tm(k, opt_level);
+    if (!tm)
+        return NULL;
+    char *out = NULL;
+    if (optimise(k, m, tm, opt_level)) {
+        LLVMMemoryBufferRef buf = NULL;
+        char *err = NULL;
+        if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile, &err, &buf)) {
+            diag_ice(k->diag, "codegen", "PTX emission failed: %s", err ? err : "?");
+            LLVMDisposeMessage(err);
+        } else {
+            size_t n = LLVMGetBufferSize(buf);
+            out = tl_xmalloc(n + 1);
+            memcpy(out, LLVMGetBufferStart(buf), n);
+            out[n] = 0;
+            /* the buffer may carry a trailing NUL */
+            while (n > 0 && out[n - 1] == 0)
+                n--;
+            *size = n;
+            LLVMDisposeMemoryBuffer(buf);
+        }
+    }
+    LLVMDisposeTargetMachine(tm);
+    return out;
+}
+
+char *cg_emit_llvm_text(TKernel *k, LLVMModuleRef m, int opt_level)
+{
+    LLVMTargetMachineRef tm = make_tm(k, opt_level);
+    if (!tm)
+        return NULL;
+    char *out = NULL;
+    if (optimise(k, m, tm, opt_level)) {
+        char *s = LLVMPrintModuleToString(m);
+        out = tl_xmalloc(strlen(s) + 1);
+        strcpy(out, s);
+        LLVMDisposeMessage(s);
+    }
+    LLVMDisposeTargetMachine(tm);
+    return out;
+}

@@ -1,0 +1,323 @@
+/* tir.c — constructors for tile-IR nodes, with constant folding of integer arithmetic so that
+ * index expressions built by the lowering stay small. */
+#include "tir.h"
+
+#include <string.h>
+
+TVar *tir_var(TKernel *k, const char *name, DType dt, bool mut)
+{
+    TVar *v = ARENA_NEW(k->arena, TVar);
+    v->id = k->next_id++;
+    v->name = name ? name : "t";
+    v->dt = dt;
+    v->mutable_ = mut;
+    v->div = 1;
+    return v;
+}
+
+TBuf *tir_buf(TKernel *k, const char *name, Scope sc, DType dt, int rank, const int64_t *shape)
+{
+    TBuf *b = ARENA_NEW(k->arena, TBuf);
+    b->id = k->next_id++;
+    b->name = name;
+    b->scope = sc;
+    b->dt = dt;
+    b->rank = rank;
+    b->param = -1;
+    for (int i = 0; i < rank; i++)
+        b->shape[i] = shape ? shape[i] : -1;
+    if (k->nbufs == k->capbufs) {
+        k->capbufs = k->capbufs ? k->capbufs * 2 : 16;
+        TBuf **nb = ARENA_ARRAY(k->arena, TBuf *, k->capbufs);
+        if (k->nbufs)
+            memcpy(nb, k->bufs, sizeof(TBuf *) * (size_t)k->nbufs);
+        k->bufs = nb;
+    }
+    k->bufs[k->nbufs++] = b;
+    return b;
+}
+
+static TExpr *tx_new(TKernel *k, TExprKind kind, DType dt)
+{
+    TExpr *e = ARENA_NEW(k->arena, TExpr);
+    e->kind = kind;
+    e->dt = dt;
+    e->loc = loc_none();
+    return e;
+}
+
+TExpr *tx_const_int(TKernel *k, DType dt, int64_t v)
+{
+    TExpr *e = tx_new(k, TX_CONST, dt);
+    bool lossy;
+    ConstVal c = cv_convert(cv_int(v), dt, &lossy);
+    e->ival = c.kind == CV_INT ? c.i : v;
+    if (dt == DT_BOOL)
+        e->ival = v != 0;
+    return e;
+}
+
+TExpr *tx_const_float(TKernel *k, DType dt, double v)
+{
+    TExpr *e = tx_new(k, TX_CONST, dt);
+    e->fval = dt == DT_F32 ? (double)(float)v : v;
+    return e;
+}
+
+TExpr *tx_bool(TKernel *k, bool v) { return tx_const_int(k, DT_BOOL, v); }
+
+TExpr *tx_var(TKernel *k, TVar *v)
+{
+    TExpr *e = tx_new(k, TX_VAR, v->dt);
+    e->var = v;
+    return e;
+}
+
+TExpr *tx_special(TKernel *k, Special s)
+{
+    TExpr *e = tx_new(k, TX_SPECIAL, DT_I32);
+    e->special = s;
+    return e;
+}
+
+bool tx_is_const(const TExpr *e, int64_t *v)
+{
+    if (e && e->kind == TX_CONST && (dtype_is_int(e->dt) || e->dt == DT_BOOL)) {
+        if (v)
+            *v = e->ival;
+        return true;
+    }
+    return false;
+}
+
+static bool is_cmp(OpKind op)
+{
+    return op == OP_EQ || op == OP_NE || op == OP_LT || op == OP_LE || op == OP_GT || op == OP_GE;
+}
+
+TExpr *tx_bin(TKernel *k, OpKind op, TExpr *a, TExpr *b)
+{
+    DType dt = (is_cmp(op) || op == OP_LAND || op == OP_LOR) ? DT_BOOL : a->dt;
+    int64_t x, y;
+    bool ca = tx_is_const(a, &x), cb = tx_is_const(b, &y);
+    if (ca && cb && dtype_is_int(a->dt)) {
+        const char *err;
+        ConstVal r = cv_binary(op, cv_int(x), cv_int(y), a->dt, &err);
+        if (r.kind == CV_INT)
+            return tx_const_int(k, dt, r.i);
+        if (r.kind == CV_BOOL)
+            return tx_bool(k, r.b);
+    }
+    if (ca && cb && a->dt == DT_BOOL) {
+        const char *err;
+        ConstVal r = cv_binary(op, cv_bool(x), cv_bool(y), DT_BOOL, &err);
+        if (r.kind == CV_BOOL)
+            return tx_bool(k, r.b);
+    }
+    if (dtype_is_int(a->dt)) {
+        /* identities that keep index arithmetic readable */
+        if (op == OP_ADD && ca && x == 0)
+            return b;
+        if ((op == OP_ADD || op == OP_SUB) && cb && y == 0)
+            return a;
+        if (op == OP_MUL && ((ca && x == 0) || (cb && y == 0)))
+            return tx_const_int(k, dt, 0);
+        if (op == OP_MUL && ca && x == 1)
+            return b;
+        if ((op == OP_MUL || op == OP_DIV) && cb && y == 1)
+            return a;
+        if (op == OP_MOD && cb && y == 1)
+            return tx_const_int(k, dt, 0);
+        /* (a + c1) + c2 -> a + (c1 + c2) */
+        if ((op == OP_ADD || op == OP_SUB) && cb && a->kind == TX_BIN && a->op == OP_ADD) {
+            int64_t c1;
+            if (tx_is_const(a->b, &c1))
+                return tx_bin(k, OP_ADD, a->a, tx_const_int(k, dt, op == OP_ADD ? c1 + y : c1 - y));
+        }
+    }
+    if (a->dt == DT_BOOL) {
+        if (op == OP_LAND && ca)
+            return x ? b : a;
+        if (op == OP_LAND && cb)
+            return y ? a : b;
+        if (op == OP_LOR && ca)
+            return x ? a : b;
+        if (op == OP_LOR && cb)
+            return y ? b : a;
+    }
+    TExpr *e = tx_new(k, TX_BIN, dt);
+    e->op = op;
+    e->a = a;
+    e->b = b;
+    return e;
+}
+
+TExpr *tx_un(TKernel *k, OpKind op, TExpr *a)
+{
+    int64_t x;
+    if (tx_is_const(a, &x)) {
+        ConstVal r = cv_unary(op, a->dt == DT_BOOL ? cv_bool(x) : cv_int(x), a->dt);
+        if (r.kind == CV_INT)
+            return tx_const_int(k, a->dt, r.i);
+        if (r.kind == CV_BOOL)
+            return tx_bool(k, r.b);
+    }
+    if (a->kind == TX_CONST && dtype_is_float(a->dt) && op == OP_NEG)
+        return tx_const_float(k, a->dt, -a->fval);
+    TExpr *e = tx_new(k, TX_UN, a->dt);
+    e->op = op;
+    e->a = a;
+    return e;
+}
+
+TExpr *tx_select(TKernel *k, TExpr *c, TExpr *a, TExpr *b)
+{
+    int64_t x;
+    if (tx_is_const(c, &x))
+        return x ? a : b;
+    TExpr *e = tx_new(k, TX_SELECT, a->dt);
+    e->a = c;
+    e->b = a;
+    e->c = b;
+    return e;
+}
+
+TExpr *tx_cvt(TKernel *k, DType to, TExpr *a, Rounding r)
+{
+    if (a->dt == to)
+        return a;
+    int64_t x;
+    if (tx_is_const(a, &x) && dtype_is_int(to) && a->dt != DT_BOOL)
+        return tx_const_int(k, to, x);
+    if (a->kind == TX_CONST && dtype_is_int(a->dt) && (to == DT_F32 || to == DT_F64) && r == RND_DEFAULT) {
+        double d = (double)a->ival;
+        if ((int64_t)d == a->ival && (to == DT_F64 || (double)(float)d == d))
+            return tx_const_float(k, to, d);
+    }
+    if (a->kind == TX_CONST && dtype_is_float(a->dt) && (to == DT_F64 || (to == DT_F32 && a->dt != DT_F64)))
+        return tx_const_float(k, to, a->fval);
+    TExpr *e = tx_new(k, TX_CVT, to);
+    e->a = a;
+    e->round = r;
+    return e;
+}
+
+TExpr *tx_bitcast(TKernel *k, DType to, TExpr *a)
+{
+    if (a->dt == to)
+        return a;
+    TExpr *e = tx_new(k, TX_BITCAST, to);
+    e->a = a;
+    return e;
+}
+
+TExpr *tx_cast_int(TKernel *k, TExpr *e, DType to) { return tx_cvt(k, to, e, RND_DEFAULT); }
+
+TExpr *tx_load(TKernel *k, TBuf *b, TExpr **idx, int n)
+{
+    TExpr *e = tx_new(k, TX_LOAD, b->dt);
+    e->buf = b;
+    e->args = ARENA_ARRAY(k->arena, TExpr *, n ? n : 1);
+    memcpy(e->args, idx, sizeof(TExpr *) * (size_t)n);
+    e->nargs = n;
+    return e;
+}
+
+TExpr *tx_call(TKernel *k, int builtin, DType dt, TExpr **args, int n)
+{
+    TExpr *e = tx_new(k, TX_CALL, dt);
+    e->builtin = builtin;
+    e->args = ARENA_ARRAY(k->arena, TExpr *, n ? n : 1);
+    if (n)
+        memcpy(e->args, args, sizeof(TExpr *) * (size_t)n);
+    e->nargs = n;
+    return e;
+}
+
+TStmt *ts_new(TKernel *k, TStmtKind kind, Loc loc)
+{
+    TStmt *s = ARENA_NEW(k->arena, TStmt);
+    s->kind = kind;
+    s->loc = loc;
+    return s;
+}
+
+TStmt *ts_seq(TKernel *k) { return ts_new(k, TS_SEQ, loc_none()); }
+
+static void push(TKernel *k, TStmt ***arr, int *n, TStmt *s)
+{
+    if ((*n & (*n - 1)) == 0) {
+        int cap = *n ? *n * 2 : 4;
+        TStmt **v = ARENA_ARRAY(k->arena, TStmt *, cap);
+        if (*n)
+            memcpy(v, *arr, sizeof(TStmt *) * (size_t)*n);
+        *arr = v;
+    }
+    (*arr)[(*n)++] = s;
+}
+
+void ts_push(TKernel *k, TStmt *seq, TStmt *s)
+{
+    if (s)
+        push(k, &seq->body, &seq->nbody, s);
+}
+
+void ts_push_else(TKernel *k, TStmt *ifs, TStmt *s)
+{
+    if (s)
+        push(k, &ifs->els, &ifs->nels, s);
+}
+
+TStmt *ts_decl(TKernel *k, TVar *v, TExpr *init)
+{
+    TStmt *s = ts_new(k, TS_DECL, loc_none());
+    s->var = v;
+    s->e = init;
+    return s;
+}
+
+TStmt *ts_assign(TKernel *k, TVar *v, TExpr *e)
+{
+    TStmt *s = ts_new(k, TS_ASSIGN, loc_none());
+    s->var = v;
+    s->e = e;
+    return s;
+}
+
+TStmt *ts_store(TKernel *k, TBuf *b, TExpr **idx, int n, TExpr *e)
+{
+    TStmt *s = ts_new(k, TS_STORE, loc_none());
+    s->buf = b;
+    s->idx = ARENA_ARRAY(k->arena, TExpr *, n ? n : 1);
+    memcpy(s->idx, idx, sizeof(TExpr *) * (size_t)n);
+    s->nidx = n;
+    s->e = e;
+    return s;
+}
+
+TStmt *ts_eval(TKernel *k, TExpr *e)
+{
+    TStmt *s = ts_new(k, TS_EVAL, loc_none());
+    s->e = e;
+    return s;
+}
+
+TStmt *ts_if(TKernel *k, TExpr *c)
+{
+    TStmt *s = ts_new(k, TS_IF, loc_none());
+    s->e = c;
+    return s;
+}
+
+TStmt *ts_for(TKernel *k, TVar *v, TExpr *lo, TExpr *hi, TExpr *step, ForKind kind)
+{
+    TStmt *s = ts_new(k, TS_FOR, loc_none());
+    s->var = v;
+    s->lo = lo;
+    s->hi = hi;
+    s->step = step;
+    s->for_kind = kind;
+    return s;
+}
+
+TStmt *ts_barrier(TKernel *k) { return ts_new(k, TS_BARRIER, loc_none()); }

@@ -1,0 +1,285 @@
+/* tir.h — the tile IR: a structured, typed program for ONE kernel specialisation.
+ *
+ * It starts as a direct image of the checked AST (tile operations still collective, frags still
+ * tiles) and is rewritten by the passes into thread-level code: after lower_tiles there are no
+ * tile operations left, frags are per-thread register arrays, and codegen maps each node to LLVM.
+ * Every node lives in the compilation's arena. */
+#ifndef TILEC_TIR_H
+#define TILEC_TIR_H
+
+#include "sema.h"
+
+typedef struct TExpr TExpr;
+typedef struct TStmt TStmt;
+typedef struct TBuf TBuf;
+typedef struct TVar TVar;
+typedef struct Layout Layout;
+
+/* ---- layouts of frag tiles: which thread holds which element ----
+ * coord[dim] = sum over the modes of that dim of  ((src / div) % size) * stride
+ * where src is the thread index (thread modes) or the register index (register modes).
+ * A thread mode with dim == -1 replicates: the threads that differ only in it hold the same
+ * elements. */
+typedef struct LMode {
+    int size;
+    int div;
+    bool thread;
+    int dim;          /* tile dimension, -1 = replication */
+    int64_t stride;   /* in elements of that dimension */
+} LMode;
+
+struct Layout {
+    int nthreads;
+    int nregs;        /* registers (elements) per thread */
+    int nmodes;
+    LMode modes[24];
+    int rank;
+    int64_t shape[TL_MAX_RANK];
+    int vec;          /* length of the innermost contiguous register run */
+};
+
+/* ---- variables: scalars held in registers ---- */
+struct TVar {
+    int id;
+    const char *name;
+    DType dt;
+    bool mutable_;
+    int64_t div;      /* known power-of-two divisor of its value (alignment analysis), 1 if none */
+    void *cg;         /* codegen: the LLVM value or alloca */
+};
+
+/* ---- buffers: global tensors, shared tiles, frags, per-thread arrays ---- */
+struct TBuf {
+    int id;
+    const char *name;
+    Scope scope;
+    DType dt;
+    int rank;
+    int64_t shape[TL_MAX_RANK];   /* tiles: extents; global: -1 where the extent is run-time */
+    /* global tensors */
+    int param;                    /* kernel parameter index, -1 for a view */
+    TExpr *gdim[TL_MAX_RANK];     /* run-time extents (TE_PARAMDIM or constants) */
+    TExpr *gstride[TL_MAX_RANK];  /* strides in elements */
+    TExpr *addr;                  /* views: the u64 base address */
+    int align;                    /* bytes the base pointer is known to be aligned to */
+    bool written;
+    /* frags */
+    Layout *layout;
+    int vec_hint;                 /* layout(vec = n) */
+    int tpr_hint;                 /* layout(threads_per_row = n) */
+    /* shared */
+    int64_t smem_offset;          /* bytes from the start of dynamic shared memory */
+    int64_t row_pad;              /* extra elements at the end of each innermost row */
+    bool transposed_access;       /* read or written column-wise (padding pays) */
+    bool scratch;                 /* compiler scratch: all scratch buffers share one region */
+    /* after lowering: a frag becomes a register array of this buffer */
+    TBuf *regs;
+    void *cg;
+};
+
+/* ---- expressions ---- */
+typedef enum {
+    TX_CONST,      /* ival / fval, of type dt */
+    TX_VAR,        /* var */
+    TX_PARAM,      /* scalar kernel parameter `param` */
+    TX_DIM,        /* run-time extent (`axis` of tensor param `param`), i32 */
+    TX_STRIDE,     /* run-time stride, i64 */
+    TX_SPECIAL,    /* builtin variable: thread.x etc (special) */
+    TX_UN,         /* op a */
+    TX_BIN,        /* a op b */
+    TX_SELECT,     /* a ? b : c */
+    TX_CVT,        /* convert a to dt with rounding `round` */
+    TX_BITCAST,
+    TX_LOAD,       /* buf[idx...] element */
+    TX_CALL,       /* builtin call (math, thread-level, atomics) with args */
+} TExprKind;
+
+typedef enum { RND_DEFAULT, RND_RN, RND_RZ, RND_RM, RND_RP } Rounding;
+
+typedef enum {
+    SP_TID_X, SP_TID_Y, SP_TID_Z, SP_CTAID_X, SP_CTAID_Y, SP_CTAID_Z,
+    SP_NTID_X, SP_NTID_Y, SP_NTID_Z, SP_NCTAID_X, SP_NCTAID_Y, SP_NCTAID_Z,
+    SP_LANE, SP_WARP,
+} Special;
+
+struct TExpr {
+    TExprKind kind;
+    DType dt;
+    int64_t ival;
+    double fval;
+    TVar *var;
+    int param, axis;
+    Special special;
+    OpKind op;
+    Rounding round;
+    TExpr *a, *b, *c;
+    TBuf *buf;
+    TExpr **args;          /* LOAD indices / CALL arguments */
+    int nargs;
+    int builtin;           /* CALL: BuiltinId, or an internal intrinsic (TI_*) */
+    const char *str;       /* CALL: printf format / assert message */
+    int align;             /* LOAD: known byte alignment of the address (0 = element size) */
+    Loc loc;
+};
+
+/* internal intrinsics used by the lowering, beyond the user-visible builtins */
+enum {
+    TI_FIRST = 1000,
+    TI_SHFL_XOR_RAW,       /* shfl.sync.bfly on a 32-bit value: (value, lane mask) */
+    TI_SHFL_IDX_RAW,
+    TI_VLOAD,              /* vector load: (buf, base index...) width in ival -> packed in a var array */
+    TI_ASSUME_ALIGNED,
+};
+
+/* ---- statements ---- */
+typedef enum {
+    TS_SEQ,
+    TS_DECL,       /* var = init (init may be NULL) */
+    TS_ASSIGN,     /* var = e */
+    TS_STORE,      /* buf[idx...] = e */
+    TS_EVAL,       /* e (a call with effects) */
+    TS_IF,
+    TS_FOR,
+    TS_WHILE,
+    TS_BREAK,
+    TS_CONTINUE,
+    TS_RETURN,     /* leave the kernel (this thread) */
+    TS_BLOCK,      /* a labelled block that TS_EXIT leaves (inlined fn bodies) */
+    TS_EXIT,       /* leave the enclosing TS_BLOCK with label `label` */
+    TS_BARRIER,    /* bar.sync 0 (inserted by lowering) */
+    TS_VLOAD,      /* regs[roff .. roff+vec) = convert(buf[idx .. idx+vec)) : a vector access */
+    TS_VSTORE,     /* buf[idx .. idx+vec) = convert(regs[roff .. roff+vec)) */
+    /* tile operations, removed by lower_tiles */
+    TS_COPY,
+    TS_FILL,
+    TS_REDUCE,
+    TS_CUMSUM,
+    TS_GEMM,
+    TS_PARALLEL,
+} TStmtKind;
+
+typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_ABSMAX } RedOp;
+
+/* a rectangular part of a buffer, as a tile operation sees it */
+typedef struct Region {
+    TBuf *buf;
+    int rank;                      /* rank of the region */
+    int src_dim[TL_MAX_RANK];      /* region dim -> buffer dim */
+    int64_t extent[TL_MAX_RANK];   /* region extents (compile-time) */
+    TExpr *start[TL_MAX_RANK];     /* per BUFFER dim: start (or the fixed index of a dropped dim) */
+    bool dropped[TL_MAX_RANK];     /* per buffer dim: indexed by a scalar, not part of the region */
+} Region;
+
+struct TStmt {
+    TStmtKind kind;
+    Loc loc;
+    TStmt **body;         /* SEQ / FOR / WHILE / BLOCK / PARALLEL / IF-then */
+    int nbody;
+    TStmt **els;
+    int nels;
+    TVar *var;            /* DECL / ASSIGN / FOR induction variable */
+    TExpr *e;             /* DECL init / ASSIGN / STORE value / EVAL / IF+WHILE cond / FILL value */
+    TBuf *buf;            /* STORE */
+    TExpr **idx;
+    int nidx;
+    TExpr *lo, *hi, *step;
+    ForKind for_kind;
+    int stages;
+    int label;            /* BLOCK / EXIT */
+    int vec;              /* VLOAD / VSTORE: elements */
+    int align;            /* STORE / VLOAD / VSTORE: known byte alignment of the address */
+    TBuf *regs;           /* VLOAD / VSTORE: the register array */
+    int roff;             /* VLOAD / VSTORE: first register */
+    /* tile operations */
+    Region src, dst, c;   /* COPY src->dst; REDUCE/CUMSUM src->dst; GEMM a=src b=dst c=c */
+    TExpr *other;         /* COPY: value for reads outside the source */
+    RedOp red;
+    int dim;
+    int group;            /* REDUCE: reduce groups of `group` consecutive elements (0 = whole dim) */
+    bool clear, exclusive, trans_a, trans_b;
+    TVar **pvars;         /* PARALLEL loop indices */
+    int npvars;
+    TBuf *ptile;          /* PARALLEL: the tile iterated */
+};
+
+/* ---- one kernel specialisation ---- */
+typedef struct TKernel {
+    const char *name;        /* kernel name */
+    const char *entry;       /* mangled entry symbol */
+    const char *key;         /* name<generics> */
+    Item *item;
+    int nthreads;
+    int64_t smem_bytes;      /* after smem planning */
+    int64_t smem_static;     /* scratch from lowering (reductions) before planning */
+    bool cooperative, pdl;
+    int cluster[3];
+    TBuf **bufs;             /* all buffers */
+    int nbufs, capbufs;
+    TBuf **params;           /* per kernel parameter: its global buffer (tensors) or NULL */
+    DType *param_dt;         /* scalar parameters: their type */
+    int nparams;
+    TStmt *body;             /* a TS_SEQ */
+    int next_id;
+    int next_label;
+    Arena *arena;
+    DiagEngine *diag;
+    /* signature pieces (host-evaluated) kept as AST for the signature writer */
+    GenericArgs args;
+    /* facts from `require X % C == 0`: a known power-of-two divisor of an extent, stride or
+     * integer scalar parameter (axis -1 for scalars) */
+    struct { int param, axis; bool stride; int64_t div; } facts[64];
+    int nfacts;
+    int sm;                  /* target architecture: 90 or 100 */
+    bool host;               /* CPU emulator target */
+} TKernel;
+
+/* construction helpers (tir.c) */
+TVar *tir_var(TKernel *k, const char *name, DType dt, bool mut);
+TBuf *tir_buf(TKernel *k, const char *name, Scope sc, DType dt, int rank, const int64_t *shape);
+TExpr *tx_const_int(TKernel *k, DType dt, int64_t v);
+TExpr *tx_const_float(TKernel *k, DType dt, double v);
+TExpr *tx_bool(TKernel *k, bool v);
+TExpr *tx_var(TKernel *k, TVar *v);
+TExpr *tx_special(TKernel *k, Special s);
+TExpr *tx_bin(TKernel *k, OpKind op, TExpr *a, TExpr *b);   /* folds constants */
+TExpr *tx_un(TKernel *k, OpKind op, TExpr *a);
+TExpr *tx_select(TKernel *k, TExpr *c, TExpr *a, TExpr *b);
+TExpr *tx_cvt(TKernel *k, DType to, TExpr *a, Rounding r);
+TExpr *tx_bitcast(TKernel *k, DType to, TExpr *a);
+TExpr *tx_load(TKernel *k, TBuf *b, TExpr **idx, int n);
+TExpr *tx_call(TKernel *k, int builtin, DType dt, TExpr **args, int n);
+TExpr *tx_cast_int(TKernel *k, TExpr *e, DType to);        /* integer widening/narrowing */
+bool tx_is_const(const TExpr *e, int64_t *v);
+TStmt *ts_new(TKernel *k, TStmtKind kind, Loc loc);
+TStmt *ts_seq(TKernel *k);
+void ts_push(TKernel *k, TStmt *seq, TStmt *s);
+void ts_push_else(TKernel *k, TStmt *ifs, TStmt *s);
+TStmt *ts_decl(TKernel *k, TVar *v, TExpr *init);
+TStmt *ts_assign(TKernel *k, TVar *v, TExpr *e);
+TStmt *ts_store(TKernel *k, TBuf *b, TExpr **idx, int n, TExpr *e);
+TStmt *ts_eval(TKernel *k, TExpr *e);
+TStmt *ts_if(TKernel *k, TExpr *c);
+TStmt *ts_for(TKernel *k, TVar *v, TExpr *lo, TExpr *hi, TExpr *step, ForKind kind);
+TStmt *ts_barrier(TKernel *k);
+
+/* the printer and the verifier (tir_print.c, tir_verify.c) */
+void tir_print(StrBuf *out, const TKernel *k);
+void tir_print_expr(StrBuf *out, const TExpr *e);
+bool tir_verify(TKernel *k, const char *after_pass);
+
+/* passes, one per file, each with one entry point; false = errors reported */
+bool lower_ast(Compilation *c, Item *kernel, const GenericArgs *args, int sm, bool host, TKernel **out);
+int64_t tir_known_div(const TKernel *k, const TExpr *e);   /* power-of-two divisor of an int expr */
+bool pass_layout(TKernel *k);        /* layout.c: frag layouts and vector widths */
+bool pass_lower_tiles(TKernel *k);   /* lower_tiles.c: tile ops -> thread-level code */
+bool pass_smem_plan(TKernel *k);     /* smem_plan.c: shared-memory offsets and padding */
+
+/* layout helpers (layout.c) */
+Layout *layout_default(Arena *a, int rank, const int64_t *shape, int nthreads, int vec, int threads_per_row);
+Layout *layout_reduce(Arena *a, const Layout *src, int dim, int group);
+Layout *layout_refine_for_reduce(Arena *a, const Layout *src, int dim, int group);
+void layout_coord(const Layout *l, int t, int r, int64_t *coord);
+int layout_find_reg(const Layout *l, int t, const int64_t *coord);  /* -1 if thread t does not hold it */
+void layout_print(StrBuf *out, const Layout *l);
+
+#endif
