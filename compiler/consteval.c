@@ -152,8 +152,31 @@ ConstVal cv_binary(OpKind op, ConstVal a, ConstVal b, DType dt, const char **err
             return cv_bool(!eq);
         return none;
     }
+    if ((a.kind == CV_INT && b.kind == CV_FLOAT) || (a.kind == CV_FLOAT && b.kind == CV_INT)) {
+        /* untyped mixed constants: the integer becomes a float */
+        if (a.kind == CV_INT)
+            a = cv_float((double)a.i);
+        else
+            b = cv_float((double)b.i);
+    }
     if (a.kind == CV_INT && b.kind == CV_INT) {
         int64_t x = a.i, y = b.i, r = 0;
+        if (dt == DT_NONE) {
+            /* untyped constants do not wrap: overflow is an error */
+            bool ov = false;
+            if (op == OP_ADD)
+                ov = __builtin_add_overflow(x, y, &r);
+            else if (op == OP_SUB)
+                ov = __builtin_sub_overflow(x, y, &r);
+            else if (op == OP_MUL)
+                ov = __builtin_mul_overflow(x, y, &r);
+            else if (op == OP_SHL && y >= 0 && y < 63)
+                ov = (x > (INT64_MAX >> y)) || (x < (INT64_MIN >> y));
+            if (ov) {
+                *err = "integer overflow (beyond 64 bits)";
+                return none;
+            }
+        }
         bool u = is_unsigned(dt);
         uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
         int bits = dt == DT_NONE ? 64 : dtype_bits(dt);

@@ -108,6 +108,10 @@ static void setup_tensor(Lower *L, Param *p, int pi)
         if (d->cv.kind == CV_INT) {
             b->shape[i] = d->cv.i;
             b->gdim[i] = tx_const_int(L->k, DT_I32, d->cv.i);
+        } else if (d->kind == EX_NAME && d->sym && d->sym->kind == SYM_DIM && !d->sym->dim_is_stride) {
+            /* a name bound by another tensor: the runtime checks they agree, and facts known
+             * about the name apply */
+            b->gdim[i] = param_dim(L, d->sym->dim_param, d->sym->dim_axis, false);
         } else {
             b->gdim[i] = param_dim(L, pi, i, false);
         }
@@ -115,7 +119,12 @@ static void setup_tensor(Lower *L, Param *p, int pi)
     if (te->strides.n) {
         for (int i = 0; i < t->rank; i++) {
             Expr *s = te->strides.v[i];
-            b->gstride[i] = s->cv.kind == CV_INT ? tx_const_int(L->k, DT_I64, s->cv.i) : param_dim(L, pi, i, true);
+            if (s->cv.kind == CV_INT)
+                b->gstride[i] = tx_const_int(L->k, DT_I64, s->cv.i);
+            else if (s->kind == EX_NAME && s->sym && s->sym->kind == SYM_DIM && s->sym->dim_is_stride)
+                b->gstride[i] = param_dim(L, s->sym->dim_param, s->sym->dim_axis, true);
+            else
+                b->gstride[i] = param_dim(L, pi, i, true);
         }
     } else {
         TExpr *acc = tx_const_int(L->k, DT_I64, 1);

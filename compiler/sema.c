@@ -710,6 +710,33 @@ static bool eval_spec_value(SemaCtx *s, GenericKind k, Expr *e, ConstVal *out)
     return true;
 }
 
+/* Fills the generics not given (given[g] false) from their defaults, in order, with the
+ * earlier generics visible: a default may use them (BM: int = 4096 / BK). */
+static bool fill_defaults(SemaCtx *s, Item *k, GenericArgs *ga, const bool *given)
+{
+    bool ok = true;
+    scope_push(s);
+    for (int g = 0; g < k->ngenerics && g < TL_MAX_GENERICS; g++) {
+        GenericParam *gp = &k->generics[g];
+        if (!given[g]) {
+            if (!gp->deflt) {
+                ERR(gp->name.loc, "kernel '%s' needs a value for generic '%s'", k->name.s, gp->name.s);
+                ok = false;
+                break;
+            }
+            if (!eval_spec_value(s, gp->kind, gp->deflt, &ga->vals[g])) {
+                ok = false;
+                break;
+            }
+        }
+        Sym *gs = sym_new(s, SYM_GENERIC, gp->name.s, gp->name.loc, generic_type(gp->kind));
+        gs->cv = ga->vals[g];
+        scope_add(s, gs);
+    }
+    scope_pop(s);
+    return ok;
+}
+
 int sema_expand_specialize(Compilation *c, Item *spec, Item **kernel_out, GenericArgs *out, int max)
 {
     SemaCtx sc, *s = &sc;
@@ -768,13 +795,9 @@ int sema_expand_specialize(Compilation *c, Item *spec, Item **kernel_out, Generi
     int slot_g[TL_MAX_GENERICS + TL_MAX_PARAMS], slot_p[TL_MAX_GENERICS + TL_MAX_PARAMS];
     for (int g = 0; g < k->ngenerics && g < TL_MAX_GENERICS; g++) {
         GenericParam *gp = &k->generics[g];
-        ExprList l;
-        if (given_g[g] >= 0) {
-            l = spec->sargs[given_g[g]].values;
-        } else {
-            l.n = 1;
-            l.v = &gp->deflt;
-        }
+        if (given_g[g] < 0)
+            continue;
+        ExprList l = spec->sargs[given_g[g]].values;
         vals[ndims] = ARENA_ARRAY(s->arena, ConstVal, l.n);
         nvals[ndims] = l.n;
         slot_g[ndims] = g;
@@ -797,14 +820,16 @@ int sema_expand_specialize(Compilation *c, Item *spec, Item **kernel_out, Generi
                 ok = false;
         ndims++;
     }
-    sema_done(s);
-    if (!ok)
+    if (!ok) {
+        sema_done(s);
         return -1;
+    }
     int64_t total = 1;
     for (int i = 0; i < ndims; i++) {
         total *= nvals[i];
         if (total > TL_MAX_SPECIALIZATIONS) {
             diag_error(&c->diag, spec->loc, "specialize '%s' expands to more than %d instances", k->name.s, TL_MAX_SPECIALIZATIONS);
+            sema_done(s);
             return -1;
         }
     }
@@ -826,7 +851,15 @@ int sema_expand_specialize(Compilation *c, Item *spec, Item **kernel_out, Generi
             else
                 ga->present[slot_p[i]] = v.b;
         }
+        bool given[TL_MAX_GENERICS] = {0};
+        for (int g = 0; g < k->ngenerics && g < TL_MAX_GENERICS; g++)
+            given[g] = given_g[g] >= 0;
+        if (!fill_defaults(s, k, ga, given)) {
+            sema_done(s);
+            return -1;
+        }
     }
+    sema_done(s);
     return count;
 }
 
@@ -880,18 +913,7 @@ bool sema_generic_args_from_strings(Compilation *c, Item *k, const char **assign
     }
     SemaCtx sc, *s = &sc;
     sema_init(s, c);
-    bool ok = true;
-    for (int g = 0; g < k->ngenerics && g < TL_MAX_GENERICS; g++) {
-        if (given[g])
-            continue;
-        if (!k->generics[g].deflt) {
-            diag_error(&c->diag, loc_none(), "kernel '%s' needs a value for generic '%s'", k->name.s, k->generics[g].name.s);
-            ok = false;
-            continue;
-        }
-        if (!eval_spec_value(s, k->generics[g].kind, k->generics[g].deflt, &out->vals[g]))
-            ok = false;
-    }
+    bool ok = fill_defaults(s, k, out, given);
     sema_done(s);
     return ok;
 }

@@ -971,6 +971,17 @@ static Type *check_tile_builtin(SemaCtx *s, Expr *e, BuiltinId b, const char *fn
     if (!tile_ops_allowed(s, e, fname))
         return ty_error();
     Expr *a0 = e->args.v[0], *a1 = e->args.v[1];
+    /* every thread must name the same tiles: operands may not depend on the thread */
+    for (int i = 0; i < e->args.n; i++) {
+        Expr *x = e->args.v[i];
+        check_expr(s, x, NULL);
+        if (x->type->kind == TY_ERROR)
+            return ty_error();
+        if (x->varying) {
+            ERR(x->loc, "the operands of '%s' must be the same in every thread; this one depends on the thread", fname);
+            return ty_error();
+        }
+    }
     switch (b) {
     case BI_COPY: {
         Type *src = check_region_arg(s, a0, fname, "the source");
@@ -1407,12 +1418,24 @@ static Type *check_builtin_call(SemaCtx *s, Expr *e, BuiltinId b)
         }
         if (a[0]->cv.kind == CV_INT && a[1]->cv.kind == CV_INT) {
             int64_t x = a[0]->cv.i, y = a[1]->cv.i;
-            if (y == 0) {
+            if (y == 0 && b != BI_GCD) {
                 ERR(a[1]->loc, "'%s' by zero", fname);
                 return ty_error();
             }
+            if (y == 0) {
+                e->cv = cv_int(x < 0 ? -x : x);
+                return t;
+            }
             int64_t q = x / y, r = x % y;
-            if (b == BI_CDIV)
+            if (b == BI_GCD) {
+                int64_t u = x < 0 ? -x : x, v = y < 0 ? -y : y;
+                while (v) {
+                    int64_t t2 = u % v;
+                    u = v;
+                    v = t2;
+                }
+                e->cv = cv_int(u);
+            } else if (b == BI_CDIV)
                 e->cv = cv_int(q + ((r != 0) && ((r > 0) == (y > 0))));
             else if (b == BI_ALIGN)
                 e->cv = cv_int((q + ((r != 0) && ((r > 0) == (y > 0)))) * y);

@@ -26,6 +26,7 @@ typedef struct SemaCtx {
     Type *fn_ret;             /* inside an inlined fn: its return type (void for none) */
     Item *fn_item;
     bool fn_generic_check;    /* checking a fn body on its own */
+    int fn_parallel_level;    /* parallel nesting where the inlined fn was called */
     int stmt_index;           /* index of the statement in the kernel body (require placement) */
 } SemaCtx;
 

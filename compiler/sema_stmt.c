@@ -433,7 +433,7 @@ static void check_parallel(SemaCtx *s, Stmt *st)
 
 static void check_return(SemaCtx *s, Stmt *st)
 {
-    if (s->parallel_level > 0) {
+    if (s->parallel_level > (s->fn_ret ? s->fn_parallel_level : 0)) {
         ERR(st->loc, "'return' cannot leave a 'parallel' loop");
         return;
     }
@@ -558,7 +558,7 @@ static void check_stmt(SemaCtx *s, Stmt *st)
     case ST_CONTINUE:
         if (s->loop_depth == 0)
             ERR(st->loc, "'%s' outside a loop", st->kind == ST_BREAK ? "break" : "continue");
-        else if (s->parallel_level > s->loop_parallel_level)
+        else if (s->parallel_level > s->loop_parallel_level && s->loop_depth > 0)
             ERR(st->loc, "'%s' cannot leave a 'parallel' loop", st->kind == ST_BREAK ? "break" : "continue");
         break;
     case ST_REQUIRE: check_require(s, st); break;
@@ -571,11 +571,32 @@ void check_stmts(SemaCtx *s, StmtList l)
         check_stmt(s, l.v[i]);
 }
 
+/* whether every path through the statements ends in a return */
+static bool always_returns(StmtList l)
+{
+    if (l.n == 0)
+        return false;
+    Stmt *last = l.v[l.n - 1];
+    switch (last->kind) {
+    case ST_RETURN: return true;
+    case ST_BLOCK: return always_returns(last->body);
+    case ST_IF:
+        if (last->const_taken == 1)
+            return always_returns(last->body);
+        if (last->const_taken == 0)
+            return last->has_else && always_returns(last->els);
+        return last->has_else && always_returns(last->body) && always_returns(last->els);
+    default: return false;
+    }
+}
+
 void check_body_inline(SemaCtx *s, InlineCall *ic, Expr *call)
 {
     Type *saved_ret = s->fn_ret;
     Item *saved_fn = s->fn_item;
     int saved_loops = s->loop_depth;
+    int saved_pl = s->fn_parallel_level;
+    s->fn_parallel_level = s->parallel_level;
     s->fn_ret = ic->ret;
     s->fn_item = ic->fn;
     s->loop_depth = 0;
@@ -584,13 +605,11 @@ void check_body_inline(SemaCtx *s, InlineCall *ic, Expr *call)
     check_block(s, ic->body);
     if (s->d->nerrors > errs)
         diag_note(s->d, call->loc, "in this call of '%s'", ic->fn->name.s);
-    /* a fn with a result must end in a return on every path we can see */
-    if (ic->ret->kind != TY_VOID && !is_err(ic->ret)) {
-        Stmt *last = ic->body.n ? ic->body.v[ic->body.n - 1] : NULL;
-        if (!last || last->kind != ST_RETURN)
-            ERR(ic->fn->name.loc, "fn '%s' must end with a return", ic->fn->name.s);
-    }
+    /* a fn with a result must return on every path */
+    if (ic->ret->kind != TY_VOID && !is_err(ic->ret) && !always_returns(ic->body))
+        ERR(ic->fn->name.loc, "fn '%s' must return a value on every path", ic->fn->name.s);
     s->inline_depth--;
+    s->fn_parallel_level = saved_pl;
     s->loop_depth = saved_loops;
     s->fn_ret = saved_ret;
     s->fn_item = saved_fn;
