@@ -298,9 +298,3 @@ int driver_emit(const DriverOptions *o, const char *file)
     return rc;
 }
 
-int driver_build(const DriverOptions *o, const char *file)
-{
-    (void)o;
-    fprintf(stderr, "tilec: error: build is not implemented yet (%s)\n", file);
-    return 2;
-}
