@@ -12,7 +12,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int driver_parse_arch(const char *a);
 
 typedef struct Job {
     int kernel_index;      /* index among the program's kernels (stable across workers) */

@@ -232,3 +232,12 @@ bool run_ptxas(DiagEngine *d, const char *ptx, size_t n, int sm, int opt_level, 
     rmdir(dir);
     return ok;
 }
+
+int driver_parse_arch(const char *a)
+{
+    if (!strcmp(a, "sm_90a") || !strcmp(a, "sm_90"))
+        return 90;
+    if (!strcmp(a, "sm_100a") || !strcmp(a, "sm_100"))
+        return 100;
+    return 0;
+}

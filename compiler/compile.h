@@ -31,5 +31,6 @@ void compile_result_free(CompileResult *r);
 bool run_ptxas(DiagEngine *d, const char *ptx, size_t n, int sm, int opt_level, bool relocatable, char **cubin, size_t *cubin_size,
                StrBuf *info);
 const char *cuda_tool(const char *name); /* absolute path of a CUDA toolkit program, or NULL */
+int driver_parse_arch(const char *arch);  /* "sm_90a" -> 90, "sm_100a" -> 100, else 0 */
 
 #endif

@@ -205,16 +205,6 @@ static bool write_output(const DriverOptions *o, const void *data, size_t n)
     return ok;
 }
 
-/* "sm_90a" -> 90, "sm_100a" -> 100; 0 for anything else */
-int driver_parse_arch(const char *a);
-int driver_parse_arch(const char *a)
-{
-    if (!strcmp(a, "sm_90a") || !strcmp(a, "sm_90"))
-        return 90;
-    if (!strcmp(a, "sm_100a") || !strcmp(a, "sm_100"))
-        return 100;
-    return 0;
-}
 
 static Item *find_kernel(Compilation *c, const char *name)
 {
