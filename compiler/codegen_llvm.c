@@ -692,6 +692,87 @@ static LLVMValueRef warp_reduce(CG *g, int op, LLVMValueRef v, DType dt)
     return v;
 }
 
+/* a NUL-terminated string constant in global memory, as a generic pointer */
+static LLVMValueRef cstring(CG *g, const char *s, const char *name)
+{
+    size_t n = strlen(s) + 1;
+    LLVMValueRef init = LLVMConstStringInContext2(g->ctx, s, n - 1, 0);
+    LLVMValueRef gv = LLVMAddGlobalInAddressSpace(g->mod, LLVMArrayType2(g->t_i8, n), name, 1);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
+    LLVMSetAlignment(gv, 1);
+    return LLVMConstAddrSpaceCast(gv, g->t_ptr0);
+}
+
+/* printf through the PTX system call vprintf(format, args): the arguments are packed into a
+ * local buffer, each at an offset aligned to its size, after C's default promotions (integers
+ * narrower than 32 bits to i32, every float to f64), as the driver's formatter reads them */
+static void cg_printf(CG *g, TExpr *e, LLVMValueRef *a, int n)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMValueRef vals[32];
+    int off[32], size = 0;
+    for (int i = 0; i < n; i++) {
+        DType dt = e->args[i]->dt;
+        LLVMValueRef v = a[i];
+        if (dtype_is_float(dt))
+            v = dt == DT_F64 ? v : LLVMBuildFPExt(b, to_f32(g, v, dt), g->t_f64, "");
+        else if (dt == DT_BOOL)
+            v = LLVMBuildZExt(b, v, g->t_i32, "");
+        else if (dtype_bits(dt) < 32)
+            v = dtype_is_signed(dt) ? LLVMBuildSExt(b, v, g->t_i32, "") : LLVMBuildZExt(b, v, g->t_i32, "");
+        int sz = LLVMTypeOf(v) == g->t_i32 ? 4 : 8;
+        size = (size + sz - 1) / sz * sz;
+        off[i] = size;
+        size += sz;
+        vals[i] = v;
+    }
+    LLVMValueRef buf = LLVMConstPointerNull(g->t_ptr0);
+    if (n > 0) {
+        LLVMBuilderRef eb = LLVMCreateBuilderInContext(g->ctx);
+        LLVMPositionBuilderBefore(eb, LLVMGetFirstInstruction(g->entry));
+        buf = LLVMBuildAlloca(eb, LLVMArrayType2(g->t_i8, (uint64_t)size), "printf.args");
+        LLVMSetAlignment(buf, 8);
+        LLVMDisposeBuilder(eb);
+        for (int i = 0; i < n; i++) {
+            LLVMValueRef p = LLVMBuildGEP2(b, g->t_i8, buf, (LLVMValueRef[]){c32(g, off[i])}, 1, "");
+            LLVMSetAlignment(LLVMBuildStore(b, vals[i], p), off[i] % 8 == 0 ? 8 : 4);
+        }
+    }
+    LLVMValueRef args[2] = {cstring(g, e->str ? e->str : "", "printf.fmt"), buf};
+    LLVMTypeRef at[2] = {g->t_ptr0, g->t_ptr0};
+    call_intrinsic(g, "vprintf", g->t_i32, at, 2, args);
+}
+
+/* a failed assert: the PTX system call __assertfail(message, file, line, function, char size)
+ * prints the message with its source location, then the kernel traps */
+static void cg_assert_fail(CG *g, TExpr *e)
+{
+    DiagEngine *d = g->k->diag;
+    const char *file = "?";
+    int line = 0, col = 0;
+    StrBuf msg = {0};
+    if (e->loc.file >= 0 && e->loc.file < d->nfiles) {
+        SourceFile *f = d->files[e->loc.file];
+        file = f->path;
+        diag_line_col(d, e->loc, &line, &col);
+        /* without a message, the source text of the call, `assert(cond)`, says what failed */
+        if (!e->str && e->loc.end > e->loc.begin && e->loc.end <= f->len)
+            sb_append(&msg, f->text + e->loc.begin, e->loc.end - e->loc.begin);
+    }
+    if (e->str)
+        sb_puts(&msg, e->str);
+    if (!msg.len)
+        sb_puts(&msg, "assert");
+    LLVMValueRef args[5] = {cstring(g, msg.data, "assert.msg"), cstring(g, file, "assert.file"), c32(g, line),
+                            cstring(g, g->k->key, "assert.func"), ci(g, g->t_i64, 1)};
+    LLVMTypeRef at[5] = {g->t_ptr0, g->t_ptr0, g->t_i32, g->t_ptr0, g->t_i64};
+    call_intrinsic(g, "__assertfail", g->t_void, at, 5, args);
+    sb_free(&msg);
+}
+
 /* address of the element an atomic updates */
 static LLVMValueRef atomic_addr(CG *g, TExpr *target)
 {
@@ -829,12 +910,14 @@ static LLVMValueRef cg_call(CG *g, TExpr *e)
     }
     case BI_PDL_WAIT: call_intrinsic(g, "llvm.nvvm.griddepcontrol.wait", g->t_void, NULL, 0, NULL); return NULL;
     case BI_PDL_TRIGGER: call_intrinsic(g, "llvm.nvvm.griddepcontrol.launch.dependents", g->t_void, NULL, 0, NULL); return NULL;
+    case BI_PRINTF: cg_printf(g, e, a, n); return NULL;
     case BI_TRAP: call_intrinsic(g, "llvm.trap", g->t_void, NULL, 0, NULL); return NULL;
     case BI_ASSERT: {
         LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "assert.fail");
         LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "assert.ok");
         LLVMBuildCondBr(b, a[0], cont, fail);
         LLVMPositionBuilderAtEnd(b, fail);
+        cg_assert_fail(g, e);
         call_intrinsic(g, "llvm.trap", g->t_void, NULL, 0, NULL);
         LLVMBuildUnreachable(b);
         LLVMPositionBuilderAtEnd(b, cont);
