@@ -7,6 +7,7 @@
  * allocas that mem2reg turns into registers; register arrays are indexed by constants only. */
 #include "codegen.h"
 
+#include <llvm-c/DebugInfo.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,56 @@ typedef struct CG {
     LLVMBasicBlockRef ret_bb;
     bool ok;
     LLVMTypeRef t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_void, t_ptr0, t_ptr1, t_ptr3;
+    /* host target only: line tables, for the emulator's reports and for debuggers */
+    LLVMDIBuilderRef dib;
+    LLVMMetadataRef dsub, dscope[TL_MAX_FILES];
 } CG;
+
+/* ---------------- source lines (host target) ---------------- */
+
+static LLVMMetadataRef debug_file(CG *g, int file)
+{
+    const char *path = g->k->diag->files[file]->path;
+    const char *slash = strrchr(path, '/');
+    const char *dir = slash ? path : ".";
+    size_t dlen = slash ? (size_t)(slash - path) : 1;
+    const char *base = slash ? slash + 1 : path;
+    return LLVMDIBuilderCreateFile(g->dib, base, strlen(base), dir, dlen);
+}
+
+static void debug_begin(CG *g)
+{
+    TKernel *k = g->k;
+    Loc at = k->item ? k->item->name.loc : loc_none();
+    if (at.file < 0 || at.file >= k->diag->nfiles)
+        return;
+    g->dib = LLVMCreateDIBuilder(g->mod);
+    LLVMMetadataRef file = debug_file(g, at.file);
+    LLVMDIBuilderCreateCompileUnit(g->dib, LLVMDWARFSourceLanguageC, file, "tilec", 5, 1, "", 0, 0, "", 0,
+                                   LLVMDWARFEmissionLineTablesOnly, 0, 0, 0, "", 0, "", 0);
+    int line, col;
+    diag_line_col(k->diag, at, &line, &col);
+    LLVMMetadataRef ty = LLVMDIBuilderCreateSubroutineType(g->dib, file, NULL, 0, LLVMDIFlagZero);
+    g->dsub = LLVMDIBuilderCreateFunction(g->dib, file, k->key, strlen(k->key), k->entry, strlen(k->entry), file,
+                                          (unsigned)line, ty, 0, 1, (unsigned)line, LLVMDIFlagZero, 1);
+    g->dscope[at.file] = g->dsub;
+    LLVMSetSubprogram(g->fn, g->dsub);
+    LLVMAddModuleFlag(g->mod, LLVMModuleFlagBehaviorWarning, "Debug Info Version", 18,
+                      LLVMValueAsMetadata(LLVMConstInt(g->t_i32, LLVMDebugMetadataVersion(), 0)));
+}
+
+/* later instructions carry loc (code inlined from other files gets a scope of its file) */
+static void debug_loc(CG *g, Loc loc)
+{
+    if (!g->dib || loc.file < 0 || loc.file >= g->k->diag->nfiles)
+        return;
+    if (!g->dscope[loc.file])
+        g->dscope[loc.file] = LLVMDIBuilderCreateLexicalBlockFile(g->dib, g->dsub, debug_file(g, loc.file), 0);
+    int line, col;
+    diag_line_col(g->k->diag, loc, &line, &col);
+    LLVMSetCurrentDebugLocation2(g->b, LLVMDIBuilderCreateDebugLocation(g->ctx, (unsigned)line, (unsigned)col,
+                                                                        g->dscope[loc.file], NULL));
+}
 
 static void cg_error(CG *g, Loc loc, const char *msg)
 {
@@ -789,6 +839,7 @@ static LLVMValueRef cg_call(CG *g, TExpr *e)
     bool atomic = e->builtin >= BI_ATOMIC_ADD && e->builtin <= BI_ATOMIC_CAS;
     for (int i = atomic ? 1 : 0; i < n && i < 32; i++)
         a[i] = cg_expr(g, e->args[i]);
+    debug_loc(g, e->loc);
     DType dt = e->dt;
     DType at = n > 0 ? e->args[n > 1 ? 1 : 0]->dt : DT_NONE;
     if (n > 0)
@@ -1113,6 +1164,7 @@ static void fresh_block(CG *g)
 static void cg_stmt(CG *g, TStmt *s)
 {
     LLVMBuilderRef b = g->b;
+    debug_loc(g, s->loc);
     switch (s->kind) {
     case TS_SEQ: cg_list(g, s->body, s->nbody); break;
     case TS_DECL:
@@ -1313,6 +1365,8 @@ LLVMModuleRef cg_build_module(TKernel *k, LLVMContextRef ctx)
     LLVMTypeRef ft = LLVMFunctionType(g.t_void, pts, (unsigned)np, 0);
     g.fn = LLVMAddFunction(g.mod, k->entry, ft);
     LLVMSetFunctionCallConv(g.fn, LLVMPTXKernelCallConv);
+    if (k->host) /* line tables for the emulator (the GPU build stays without debug info) */
+        debug_begin(&g);
     char nt[16];
     snprintf(nt, sizeof nt, "%d", k->nthreads);
     LLVMAddAttributeAtIndex(g.fn, LLVMAttributeFunctionIndex,
@@ -1359,6 +1413,10 @@ LLVMModuleRef cg_build_module(TKernel *k, LLVMContextRef ctx)
     LLVMPositionBuilderAtEnd(g.b, g.ret_bb);
     LLVMBuildRetVoid(g.b);
     LLVMDisposeBuilder(g.b);
+    if (g.dib) {
+        LLVMDIBuilderFinalize(g.dib);
+        LLVMDisposeDIBuilder(g.dib);
+    }
     /* variables and buffers point into this module: forget them for a later build */
     for (int i = 0; i < k->nbufs; i++)
         k->bufs[i]->cg = NULL;
