@@ -19,6 +19,7 @@
 #include "emu_lower.h"
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/DebugInfo.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -91,10 +92,24 @@ static LLVMValueRef call_abi(EL *el, const char *name, LLVMTypeRef ret, LLVMType
 
 static LLVMValueRef c32(EL *el, uint64_t v) { return LLVMConstInt(el->i32, v, 0); }
 
-/* a site: one line of the object's site table, for the emulator's reports */
-static LLVMValueRef site(EL *el, const char *what)
+/* a site: one line of the object's site table, for the emulator's reports: what the
+ * instruction does and, when codegen gave it a source line, where it comes from */
+static LLVMValueRef site(EL *el, const char *what, LLVMValueRef inst)
 {
-    sb_printf(&el->sites, "%s\n", what);
+    sb_puts(&el->sites, what);
+    LLVMMetadataRef loc = inst ? LLVMInstructionGetDebugLoc(inst) : NULL;
+    if (loc) {
+        LLVMMetadataRef file = LLVMDIScopeGetFile(LLVMDILocationGetScope(loc));
+        unsigned dl = 0, fl = 0;
+        const char *dir = file ? LLVMDIFileGetDirectory(file, &dl) : "";
+        const char *name = file ? LLVMDIFileGetFilename(file, &fl) : "?";
+        if (dl && !(dl == 1 && dir[0] == '.'))
+            sb_printf(&el->sites, " at %.*s/%.*s", (int)dl, dir, (int)fl, name);
+        else
+            sb_printf(&el->sites, " at %.*s", (int)fl, name);
+        sb_printf(&el->sites, ":%u:%u", LLVMDILocationGetLine(loc), LLVMDILocationGetColumn(loc));
+    }
+    sb_puts(&el->sites, "\n");
     return c32(el, (uint64_t)el->nsites++);
 }
 
@@ -205,7 +220,7 @@ static void lower_shfl(EL *el, LLVMValueRef call, const char *name)
     if (LLVMTypeOf(val) != el->i32)
         val = LLVMBuildBitCast(el->b, val, el->i32, "");
     LLVMTypeRef at[6] = {el->i32, el->i32, el->i32, el->i32, el->i32, el->i32};
-    LLVMValueRef args[6] = {c32(el, (uint64_t)m), arg(call, 0), val, arg(call, 2), arg(call, 3), site(el, what[m])};
+    LLVMValueRef args[6] = {c32(el, (uint64_t)m), arg(call, 0), val, arg(call, 2), arg(call, 3), site(el, what[m], call)};
     LLVMValueRef r = call_abi(el, "tl_emu_shfl", el->i32, at, args, 6, 1);
     if (rt != el->i32)
         r = LLVMBuildBitCast(el->b, r, rt, "");
@@ -224,7 +239,7 @@ static void lower_vote(EL *el, LLVMValueRef call, const char *name)
     static const char *what[] = {"ballot", "vote.all", "vote.any", "vote.uni"};
     LLVMTypeRef at[4] = {el->i32, el->i32, el->i32, el->i32};
     LLVMValueRef args[4] = {c32(el, (uint64_t)m), arg(call, 0), LLVMBuildZExt(el->b, arg(call, 1), el->i32, ""),
-                            site(el, what[m])};
+                            site(el, what[m], call)};
     LLVMValueRef r = call_abi(el, "tl_emu_vote", el->i32, at, args, 4, 1);
     if (LLVMTypeOf(call) == el->i1)
         r = LLVMBuildICmp(el->b, LLVMIntNE, r, c32(el, 0), "");
@@ -280,7 +295,7 @@ static void lower_cp_async(EL *el, LLVMValueRef call, const char *name)
     bool sized = LLVMGetNumArgOperands(call) >= 3;
     LLVMTypeRef at[5] = {el->p3, el->p1, el->i32, el->i32, el->i32};
     LLVMValueRef args[5] = {arg(call, 0), arg(call, 1), c32(el, (uint64_t)n), sized ? arg(call, 2) : c32(el, (uint64_t)n),
-                            site(el, "cp.async into shared memory")};
+                            site(el, "cp.async into shared memory", call)};
     if (LLVMTypeOf(args[0]) != el->p3 || LLVMTypeOf(args[1]) != el->p1) {
         el_error(el, "unexpected operands of '%s' (kernel %s)", name);
         return;
@@ -359,13 +374,13 @@ static void lower_call(EL *el, LLVMValueRef call)
             el_error(el, "the emulator implements barrier 0 only ('%s', kernel %s)", name);
             return;
         }
-        args[0] = site(el, "sync_threads");
+        args[0] = site(el, "sync_threads", call);
         call_abi(el, "tl_emu_barrier", el->v, &el->i32, args, 1, 1);
         replace(call, NULL);
     } else if (!strcmp(name, "llvm.nvvm.bar.warp.sync")) {
         at[0] = at[1] = el->i32;
         args[0] = arg(call, 0);
-        args[1] = site(el, "sync_warp");
+        args[1] = site(el, "sync_warp", call);
         call_abi(el, "tl_emu_warp_sync", el->v, at, args, 2, 1);
         replace(call, NULL);
     } else if (starts(name, "llvm.nvvm.shfl.sync.")) {
@@ -376,7 +391,7 @@ static void lower_call(EL *el, LLVMValueRef call)
         at[0] = el->i32, at[1] = el->i64, at[2] = el->i32;
         args[0] = arg(call, 0);
         args[1] = to_bits64(el, arg(call, 1), false);
-        args[2] = site(el, "match_any");
+        args[2] = site(el, "match_any", call);
         replace(call, call_abi(el, "tl_emu_match_any", el->i32, at, args, 3, 1));
     } else if (starts(name, "llvm.nvvm.griddepcontrol.") || starts(name, "llvm.nvvm.membar") ||
                starts(name, "llvm.nvvm.fence.") || !strcmp(name, "llvm.nvvm.cp.async.commit.group") ||
@@ -386,11 +401,11 @@ static void lower_call(EL *el, LLVMValueRef call)
     } else if (starts(name, "llvm.nvvm.cp.async.") && strstr(name, ".shared.global.")) {
         lower_cp_async(el, call, name);
     } else if (!strcmp(name, "tilec.grid_sync")) {
-        args[0] = site(el, "grid_sync");
+        args[0] = site(el, "grid_sync", call);
         call_abi(el, "tl_emu_grid_sync", el->v, &el->i32, args, 1, 1);
         replace(call, NULL);
     } else if (!strcmp(name, "llvm.trap")) {
-        args[0] = site(el, "trap()");
+        args[0] = site(el, "trap()", call);
         call_abi(el, "tl_emu_trap", el->v, &el->i32, args, 1, 5);
         replace(call, NULL);
     } else if (!strcmp(name, "vprintf")) {
@@ -530,11 +545,13 @@ static void instrument_shared(EL *el, LLVMValueRef inst, LLVMOpcode op)
                                                                          : LLVMTypeOf(LLVMGetOperand(inst, 1));
     int kind = op == LLVMLoad ? ACC_READ : op == LLVMStore ? ACC_WRITE : ACC_ATOMIC;
     char what[64];
-    snprintf(what, sizeof what, "shared-memory %s #%d", kind == ACC_READ ? "load" : kind == ACC_WRITE ? "store" : "atomic",
-             el->nsites);
+    int len = snprintf(what, sizeof what, "shared-memory %s",
+                       kind == ACC_READ ? "load" : kind == ACC_WRITE ? "store" : "atomic");
+    if (!LLVMInstructionGetDebugLoc(inst)) /* without a source line, a number tells the sites apart */
+        snprintf(what + len, sizeof what - (size_t)len, " #%d", el->nsites);
     LLVMPositionBuilderBefore(el->b, inst);
     LLVMTypeRef at[4] = {el->p3, el->i32, el->i32, el->i32};
-    LLVMValueRef args[4] = {p, c32(el, LLVMStoreSizeOfType(el->td, vt)), c32(el, (uint64_t)kind), site(el, what)};
+    LLVMValueRef args[4] = {p, c32(el, LLVMStoreSizeOfType(el->td, vt)), c32(el, (uint64_t)kind), site(el, what, inst)};
     call_abi(el, "tl_emu_shared_access", el->v, at, args, 4, 1);
 }
 
@@ -571,6 +588,8 @@ static void lower_instructions(EL *el)
     for (size_t j = 0; j < n && el->ok; j++) {
         LLVMValueRef i = v[j];
         LLVMOpcode op = LLVMGetInstructionOpcode(i);
+        /* what replaces an instruction keeps its source line */
+        LLVMSetCurrentDebugLocation2(el->b, LLVMInstructionGetDebugLoc(i));
         switch (op) {
         case LLVMCall: {
             const char *name = callee_name(i);
@@ -626,6 +645,7 @@ static LLVMValueRef rebuild(EL *el, LLVMValueRef c, LLVMValueRef g, LLVMValueRef
         return c;
     LLVMValueRef p = rebuild(el, LLVMGetOperand(c, 0), g, base, at);
     LLVMPositionBuilderBefore(el->b, at);
+    LLVMSetCurrentDebugLocation2(el->b, LLVMInstructionGetDebugLoc(at));
     switch (LLVMGetConstOpcode(c)) {
     case LLVMGetElementPtr: {
         int n = LLVMGetNumOperands(c);
@@ -663,6 +683,7 @@ static void replace_smem(EL *el)
         return;
     LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(el->fn);
     LLVMPositionBuilderBefore(el->b, LLVMGetFirstInstruction(entry));
+    LLVMSetCurrentDebugLocation2(el->b, NULL);
     LLVMValueRef base = call_abi(el, "tl_emu_smem", el->p3, NULL, NULL, 0, 3);
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(el->fn); bb; bb = LLVMGetNextBasicBlock(bb))
         for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
@@ -696,6 +717,7 @@ static void make_wrapper(EL *el)
     snprintf(name, sizeof name, "__tl_emu_%s", el->k->entry);
     LLVMTypeRef wt = LLVMFunctionType(el->v, &el->p0, 1, 0);
     LLVMValueRef w = LLVMAddFunction(el->m, name, wt);
+    LLVMSetCurrentDebugLocation2(el->b, NULL);
     LLVMPositionBuilderAtEnd(el->b, LLVMAppendBasicBlockInContext(el->ctx, w, "entry"));
     LLVMValueRef params = LLVMGetParam(w, 0);
     for (unsigned i = 0; i < n; i++) {

@@ -439,6 +439,8 @@ tl_emu_status eh_run(EhKernel *k, const EhArg *args, int nargs, const tl_emu_opt
     else
         o.workers = 1, o.racecheck = 1;
     st = tl_emu_launch(k->k, params, &cfg, &o, err, errcap);
+    if (st != TL_EMU_OK && getenv("EH_VERBOSE"))
+        fprintf(stderr, "[%s] %s\n", tl_emu_status_name(st), err);
 out:
     free(e);
     free(slots);
