@@ -634,6 +634,207 @@ static void lower_instructions(EL *el)
     free(v);
 }
 
+/* ---------------- 16-bit floats as integers ----------------
+ * x86 keeps f16 / bf16 values in f32 registers and converts on the way in and out (with
+ * AVX512-BF16 flushing subnormals and quieting NaNs), so a plain copy of a bf16 tile would not
+ * be a bit copy as on the GPU. Once every conversion is a call on bit patterns, the 16-bit float
+ * values left are only moved (loads, stores, vector element moves, selects): they become i16. */
+
+typedef struct VMap {
+    LLVMValueRef *key, *val;
+    size_t cap, n;
+} VMap;
+
+static size_t vmap_slot(const VMap *m, LLVMValueRef k)
+{
+    size_t h = ((uintptr_t)k >> 4) * 0x9E3779B97F4A7C15ull;
+    size_t i = h & (m->cap - 1);
+    while (m->key[i] && m->key[i] != k)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static void vmap_put(VMap *m, LLVMValueRef k, LLVMValueRef v)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        VMap g = {tl_xcalloc(m->cap ? 2 * m->cap : 256, sizeof(LLVMValueRef)),
+                  tl_xcalloc(m->cap ? 2 * m->cap : 256, sizeof(LLVMValueRef)), m->cap ? 2 * m->cap : 256, 0};
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->key[i])
+                vmap_put(&g, m->key[i], m->val[i]);
+        free(m->key);
+        free(m->val);
+        *m = g;
+    }
+    size_t i = vmap_slot(m, k);
+    if (!m->key[i])
+        m->n++;
+    m->key[i] = k;
+    m->val[i] = v;
+}
+
+static LLVMValueRef vmap_get(const VMap *m, LLVMValueRef k)
+{
+    if (!m->cap)
+        return NULL;
+    size_t i = vmap_slot(m, k);
+    return m->key[i] ? m->val[i] : NULL;
+}
+
+static bool is_f16ish(LLVMTypeRef t)
+{
+    LLVMTypeKind k = LLVMGetTypeKind(t);
+    if (k == LLVMVectorTypeKind)
+        k = LLVMGetTypeKind(LLVMGetElementType(t));
+    return k == LLVMHalfTypeKind || k == LLVMBFloatTypeKind;
+}
+
+static LLVMTypeRef int16_type(EL *el, LLVMTypeRef t)
+{
+    if (LLVMGetTypeKind(t) == LLVMVectorTypeKind)
+        return LLVMVectorType(el->i16, LLVMGetVectorSize(t));
+    return el->i16;
+}
+
+/* the integer form of a 16-bit float value, or NULL when it is not known yet */
+static LLVMValueRef as_int16(EL *el, VMap *m, LLVMValueRef v)
+{
+    LLVMValueRef r = vmap_get(m, v);
+    if (r)
+        return r;
+    if (LLVMIsAConstant(v))
+        return LLVMConstBitCast(v, int16_type(el, LLVMTypeOf(v)));
+    return NULL;
+}
+
+static bool touches_f16(LLVMValueRef i)
+{
+    if (is_f16ish(LLVMTypeOf(i)))
+        return true;
+    int n = LLVMGetNumOperands(i);
+    for (int k = 0; k < n; k++) {
+        LLVMValueRef o = LLVMGetOperand(i, (unsigned)k);
+        if (o && !LLVMIsABasicBlock(o) && is_f16ish(LLVMTypeOf(o)))
+            return true;
+    }
+    return false;
+}
+
+/* builds the integer form of i; false when an operand is not mapped yet */
+static bool rewrite_f16(EL *el, VMap *m, LLVMValueRef i, bool *done)
+{
+    LLVMOpcode op = LLVMGetInstructionOpcode(i);
+    LLVMTypeRef t = LLVMTypeOf(i);
+    LLVMValueRef nw = NULL;
+    LLVMPositionBuilderBefore(el->b, i);
+    LLVMSetCurrentDebugLocation2(el->b, LLVMInstructionGetDebugLoc(i));
+    switch (op) {
+    case LLVMLoad: {
+        nw = LLVMBuildLoad2(el->b, int16_type(el, t), LLVMGetOperand(i, 0), "");
+        LLVMSetAlignment(nw, LLVMGetAlignment(i));
+        LLVMSetVolatile(nw, LLVMGetVolatile(i));
+        break;
+    }
+    case LLVMStore: {
+        LLVMValueRef v = as_int16(el, m, LLVMGetOperand(i, 0));
+        if (!v)
+            return false;
+        LLVMValueRef s = LLVMBuildStore(el->b, v, LLVMGetOperand(i, 1));
+        LLVMSetAlignment(s, LLVMGetAlignment(i));
+        LLVMSetVolatile(s, LLVMGetVolatile(i));
+        *done = true;
+        return true;
+    }
+    case LLVMExtractElement: {
+        LLVMValueRef v = as_int16(el, m, LLVMGetOperand(i, 0));
+        if (!v)
+            return false;
+        nw = LLVMBuildExtractElement(el->b, v, LLVMGetOperand(i, 1), "");
+        break;
+    }
+    case LLVMInsertElement: {
+        LLVMValueRef v = as_int16(el, m, LLVMGetOperand(i, 0)), e = as_int16(el, m, LLVMGetOperand(i, 1));
+        if (!v || !e)
+            return false;
+        nw = LLVMBuildInsertElement(el->b, v, e, LLVMGetOperand(i, 2), "");
+        break;
+    }
+    case LLVMSelect: {
+        LLVMValueRef a = as_int16(el, m, LLVMGetOperand(i, 1)), b = as_int16(el, m, LLVMGetOperand(i, 2));
+        if (!a || !b)
+            return false;
+        nw = LLVMBuildSelect(el->b, LLVMGetOperand(i, 0), a, b, "");
+        break;
+    }
+    case LLVMBitCast: {
+        LLVMValueRef src = LLVMGetOperand(i, 0);
+        if (is_f16ish(LLVMTypeOf(src))) { /* 16-bit float -> integer bits */
+            LLVMValueRef a = as_int16(el, m, src);
+            if (!a)
+                return false;
+            LLVMValueRef r = LLVMTypeOf(a) == t ? a : LLVMBuildBitCast(el->b, a, t, "");
+            LLVMReplaceAllUsesWith(i, r);
+            *done = true;
+            return true;
+        }
+        LLVMTypeRef it = int16_type(el, t); /* integer bits -> 16-bit float */
+        nw = LLVMTypeOf(src) == it ? src : LLVMBuildBitCast(el->b, src, it, "");
+        break;
+    }
+    default: {
+        char what[64];
+        snprintf(what, sizeof what, "opcode %d", (int)op);
+        el_error(el, "the emulator cannot move 16-bit float values through %s (kernel %s)", what);
+        *done = true;
+        return true;
+    }
+    }
+    vmap_put(m, i, nw);
+    *done = true;
+    return true;
+}
+
+static void legalize_f16(EL *el)
+{
+    size_t n = 0, cap = 64;
+    LLVMValueRef *v = tl_xmalloc(cap * sizeof *v);
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(el->fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+            if (LLVMGetInstructionOpcode(i) != LLVMCall && touches_f16(i)) {
+                if (n == cap) {
+                    cap *= 2;
+                    v = tl_xrealloc(v, cap * sizeof *v);
+                }
+                v[n++] = i;
+            }
+    bool *done = tl_xcalloc(n + 1, sizeof(bool));
+    VMap m = {0};
+    /* definitions may come after their uses in the block order: repeat until nothing is left */
+    for (bool progress = true; progress && el->ok;) {
+        progress = false;
+        for (size_t j = 0; j < n && el->ok; j++)
+            if (!done[j] && rewrite_f16(el, &m, v[j], &done[j]))
+                progress = true;
+    }
+    for (size_t j = 0; j < n && el->ok; j++)
+        if (!done[j])
+            el_error(el, "a 16-bit float value%s of kernel %s has no integer form", "");
+    /* the old instructions go, users first */
+    for (size_t j = n; j-- > 0 && el->ok;) {
+        LLVMValueRef i = v[j];
+        if (LLVMTypeOf(i) != el->v && LLVMGetFirstUse(i)) {
+            LLVMValueRef nw = vmap_get(&m, i);
+            LLVMPositionBuilderBefore(el->b, i);
+            LLVMReplaceAllUsesWith(i, nw ? LLVMBuildBitCast(el->b, nw, LLVMTypeOf(i), "") : LLVMGetPoison(LLVMTypeOf(i)));
+        }
+        LLVMInstructionEraseFromParent(i);
+    }
+    free(v);
+    free(done);
+    free(m.key);
+    free(m.val);
+}
+
 /* ---------------- shared memory ---------------- */
 
 /* the instruction form of constant c (tl_smem or a constant expression over it), before `at` */
@@ -853,6 +1054,8 @@ static bool lower(TKernel *k, LLVMModuleRef m, LLVMTargetMachineRef tm)
     }
     el.b = LLVMCreateBuilderInContext(el.ctx);
     lower_instructions(&el);
+    if (el.ok)
+        legalize_f16(&el);
     if (el.ok)
         replace_smem(&el);
     if (el.ok) {
