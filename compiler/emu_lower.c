@@ -1008,13 +1008,16 @@ static LLVMTargetMachineRef host_tm(TKernel *k, int opt)
         LLVMDisposeMessage(triple);
         return NULL;
     }
-    /* the machine's own CPU: the results do not depend on it (IEEE arithmetic, no contraction) */
-    char *cpu = LLVMGetHostCPUName();
-    char *features = LLVMGetHostCPUFeatures();
+    /* a baseline level of the x86-64 ISA rather than the machine's own CPU: objects stay usable
+     * on other machines (a shared cache); and no AVX, because gdb 13 steps over breakpoints on
+     * VEX-encoded RIP-relative instructions wrongly (a conditional breakpoint changed results).
+     * Results do not depend on the choice: IEEE arithmetic, no contraction, fma from libm when
+     * the instruction is missing. */
+    char *host = LLVMGetHostCPUFeatures();
+    const char *cpu = strstr(host, "+sse4.2") && strstr(host, "+popcnt") ? "x86-64-v2" : "x86-64";
+    LLVMDisposeMessage(host);
     LLVMCodeGenOptLevel lvl = opt <= 0 ? LLVMCodeGenLevelNone : opt == 1 ? LLVMCodeGenLevelLess : LLVMCodeGenLevelDefault;
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, lvl, LLVMRelocPIC, LLVMCodeModelSmall);
-    LLVMDisposeMessage(cpu);
-    LLVMDisposeMessage(features);
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, "", lvl, LLVMRelocPIC, LLVMCodeModelSmall);
     LLVMDisposeMessage(triple);
     return tm;
 }

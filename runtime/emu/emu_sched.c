@@ -261,6 +261,20 @@ uint32_t tl_emu_sreg(uint32_t which)
 
 void *tl_emu_smem(void) { return current()->blk->smem; }
 
+const char *tl_emu_where(void)
+{
+    static _Thread_local char buf[256];
+    EmuWorker *w = emu_tls;
+    if (!w || !w->cur)
+        return "not in a kernel";
+    EmuFiber *f = w->cur;
+    char bn[48];
+    emu_block_name(f->blk, bn, sizeof bn);
+    snprintf(buf, sizeof buf, "kernel %s, %s, thread %d (warp %d, lane %d)", w->L->k->name, bn, f->tid, f->tid / 32,
+             f->tid % 32);
+    return buf;
+}
+
 /* ---------------- traps and asserts ---------------- */
 
 _Noreturn void tl_emu_trap(uint32_t site)

@@ -73,6 +73,10 @@ double tl_emu_fmin(double a, double b);
 double tl_emu_fmax(double a, double b);
 float tl_emu_atomic_add_f32(float *p, float v);
 
+/* For debuggers: "kernel K, block (x,y,z), thread t (warp w, lane l)" of the fiber running on
+ * this OS thread, or "not in a kernel" (in gdb: printf "%s\n", (char *)tl_emu_where()). */
+const char *tl_emu_where(void);
+
 #ifdef __cplusplus
 }
 #endif
