@@ -278,7 +278,7 @@ static tilec_status rt_tensor_tail(const rt_param *p, const tilec_rt_arg *a)
                 return rt_launch_fail("argument '%s': more elements than int64 can count", p->name);
         }
     }
-    if (p->flags & TILEC_RT_PARAM_WRITTEN)
+    if ((p->flags & TILEC_RT_PARAM_WRITTEN) && !empty) /* no elements, no overlap */
         for (int i = 0; i < p->rank; i++)
             if (t->strides[i] == 0 && t->shape[i] > 1)
                 return rt_launch_fail("argument '%s': stride %d is 0 on a dimension of extent %lld, but the kernel "

@@ -490,8 +490,8 @@ static tilec_status rt_bind_names(rt_sig *sig)
         rt_param *p = &sig->params[i];
         if (p->kind == RT_P_SCALAR) {
             int slot = -1;
-            if (rt_find_name(sig, p->name) >= 0 || !strcmp(p->name, "num_sms"))
-                return rt_serr("scalar '%s' has the name of a shape or stride", p->name);
+            if (!strcmp(p->name, "num_sms"))
+                return rt_serr("scalar 'num_sms' has a reserved name");
             if ((s = rt_add_name(sig, p->name, RT_N_SCALAR, i, 0, &slot)) != TILEC_OK)
                 return s;
             p->slot = (int16_t)slot;
@@ -502,13 +502,15 @@ static tilec_status rt_bind_names(rt_sig *sig)
         for (int st = 0; st < 2; st++)
             for (int a = 0; a < p->rank; a++) {
                 rt_expr *e = st ? p->stride[a] : p->dim[a];
-                if (!e || e->kind != RT_E_BIND || rt_find_name(sig, e->name) >= 0)
+                if (!e || e->kind != RT_E_BIND)
                     continue;
                 if (!strcmp(e->name, "num_sms"))
                     return rt_serr("'num_sms' cannot be bound from a tensor");
                 for (int j = 0; j < sig->nparams; j++)
                     if (sig->params[j].kind == RT_P_SCALAR && !strcmp(sig->params[j].name, e->name))
                         return rt_serr("'%s' is both a scalar and a shape or stride name", e->name);
+                if (rt_find_name(sig, e->name) >= 0)
+                    continue; /* bound before: this use compares */
                 int slot = -1;
                 if ((s = rt_add_name(sig, e->name, st ? RT_N_STRIDE : RT_N_DIM, i, a, &slot)) != TILEC_OK)
                     return s;
