@@ -24,7 +24,10 @@ static tilec_status rt_attr(tilec_rt *rt, CUdevice_attribute a, const char *what
 static tilec_status rt_setup_device(tilec_rt *rt, const tilec_rt_options *o)
 {
     const rt_driver *d = rt->drv;
-    CUresult r = d->cuCtxGetCurrent(&rt->ctx);
+    CUresult r = d->cuDriverGetVersion(&rt->driver_version);
+    if (r != CUDA_SUCCESS)
+        return rt_cu_fail(d, r, "cuDriverGetVersion");
+    r = d->cuCtxGetCurrent(&rt->ctx);
     if (r != CUDA_SUCCESS)
         return rt_cu_fail(d, r, "cuCtxGetCurrent");
     if (rt->ctx) {

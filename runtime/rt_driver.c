@@ -91,12 +91,6 @@ static tilec_status rt_driver_load(rt_driver *d)
         dlclose(dl);
         return s;
     }
-    r = d->cuDriverGetVersion(&d->version);
-    if (r != CUDA_SUCCESS) {
-        tilec_status s = rt_cu_fail(d, r, "cuDriverGetVersion");
-        dlclose(dl);
-        return s;
-    }
     return TILEC_OK;
 }
 

@@ -101,7 +101,6 @@ typedef struct rt_driver {
     PFN_cuLinkComplete_v5050 cuLinkComplete;
     PFN_cuLinkDestroy_v5050 cuLinkDestroy;
     int has_link;
-    int version; /* cuDriverGetVersion */
 } rt_driver;
 
 /* The process's driver table, loaded on first success and kept for the process's life. */
@@ -262,6 +261,7 @@ struct tilec_rt {
     CUcontext ctx;
     CUdevice dev;
     int retained_primary;
+    int driver_version;    /* part of cache keys: this driver links the cubins */
     int sm;
     int num_sms;
     char arch[16];
@@ -311,6 +311,7 @@ struct tilec_rt_kernel {
 struct tilec_rt_library {
     tilec_rt *rt;
     tilec_rt_library *next;
+    const rt_compiler *compiler; /* the one that opened `program` */
     void *program;          /* compiler's handle, NULL without source */
     uint64_t program_hash;
     char *fatbin_path;

@@ -241,9 +241,10 @@ tilec_status tilec_rt_library_open(tilec_rt *rt, const tilec_rt_library_options 
     }
     if (s == TILEC_OK && opts->source) {
         tilec_program_options po = {opts->include_dirs, opts->ninclude, opts->defines, opts->ndefines};
-        s = rt->compiler->open(rt->compiler->self, opts->source, &po, &lib->program);
+        lib->compiler = rt->compiler;
+        s = lib->compiler->open(lib->compiler->self, opts->source, &po, &lib->program);
         if (s == TILEC_OK)
-            lib->program_hash = rt->compiler->program_hash(rt->compiler->self, lib->program);
+            lib->program_hash = lib->compiler->program_hash(lib->compiler->self, lib->program);
     }
     if (s != TILEC_OK) {
         tilec_rt_library_close(lib);
@@ -280,7 +281,7 @@ void tilec_rt_library_close(tilec_rt_library *lib)
     for (int i = 0; i < lib->naot; i++)
         rt_sig_free(lib->aot[i].sig);
     if (lib->program)
-        rt->compiler->close(rt->compiler->self, lib->program);
+        lib->compiler->close(lib->compiler->self, lib->program);
     free(lib->aot);
     free(lib->slots);
     free(lib->fatbin_path);
@@ -324,10 +325,11 @@ static tilec_status rt_from_aot(tilec_rt_library *lib, const rt_aot_entry *e, ti
 static void rt_cache_key(const tilec_rt_library *lib, const char *kernel, const char *generics, char *buf, size_t cap)
 {
     const tilec_rt *rt = lib->rt;
+    const rt_compiler *c = lib->compiler;
     snprintf(buf, cap,
              "tilec-cache-key 1\ncompiler %s\nprogram %016llx\nkernel %s\ngenerics %s\narch %s\nopt %d\ndriver %d\n",
-             rt->compiler->version(rt->compiler->self), (unsigned long long)lib->program_hash, kernel, generics,
-             rt->arch, rt->opt_level, rt->drv->version);
+             c->version(c->self), (unsigned long long)lib->program_hash, kernel, generics,
+             rt->arch, rt->opt_level, rt->driver_version);
 }
 
 static char *rt_strndup0(const char *s, size_t n)
@@ -344,7 +346,7 @@ static tilec_status rt_compile(tilec_rt_library *lib, const char *kernel, const 
                                rt_entry *e)
 {
     tilec_rt *rt = lib->rt;
-    const rt_compiler *c = rt->compiler;
+    const rt_compiler *c = lib->compiler;
     tilec_target target = {rt->sm, rt->opt_level, 0};
     rt_compiled out;
     memset(&out, 0, sizeof out);

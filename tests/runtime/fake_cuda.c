@@ -216,7 +216,9 @@ static const struct {
 
 static CUresult fake_cuGetErrorName(CUresult e, const char **s)
 {
-    fake_enter(FAKE_cuGetErrorName);
+    CUresult r = fake_enter(FAKE_cuGetErrorName);
+    if (r)
+        return r;
     for (size_t i = 0; i < sizeof fake_errors / sizeof fake_errors[0]; i++)
         if (fake_errors[i].code == e) {
             *s = fake_errors[i].name;
@@ -228,7 +230,9 @@ static CUresult fake_cuGetErrorName(CUresult e, const char **s)
 
 static CUresult fake_cuGetErrorString(CUresult e, const char **s)
 {
-    fake_enter(FAKE_cuGetErrorString);
+    CUresult r = fake_enter(FAKE_cuGetErrorString);
+    if (r)
+        return r;
     for (size_t i = 0; i < sizeof fake_errors / sizeof fake_errors[0]; i++)
         if (fake_errors[i].code == e) {
             *s = fake_errors[i].text;

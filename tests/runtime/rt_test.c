@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int rt_checks, rt_failed;
@@ -224,25 +225,42 @@ tilec_rt_kernel *test_kernel(tilec_rt_library *lib, const char *kernel, const ch
     return k;
 }
 
-int rt_test_main(int argc, char **argv, const rt_test_case *cases, int ncases)
+static int rt_run_case(const rt_test_case *c)
 {
-    int ran = 0;
-    for (int i = 0; i < ncases; i++) {
-        if (argc > 1 && strcmp(argv[1], cases[i].name))
-            continue;
-        if (getenv("TILEC_LIBCUDA"))
-            fake_log_clear();
-        int before = rt_failed;
-        cases[i].fn();
-        printf("%s: %s\n", cases[i].name, rt_failed == before ? "ok" : "FAILED");
-        ran++;
-    }
-    if (!ran) {
-        fprintf(stderr, "no test case named '%s'\n", argc > 1 ? argv[1] : "");
-        return 2;
-    }
+    if (getenv("TILEC_LIBCUDA"))
+        fake_log_clear();
+    int before = rt_failed;
+    c->fn();
+    printf("%s: %s\n", c->name, rt_failed == before ? "ok" : "FAILED");
     printf("%d checks, %d failed\n", rt_checks, rt_failed);
     if (!rt_failed && rt_dir[0])
         nftw(rt_dir, rt_rm, 16, FTW_DEPTH | FTW_PHYS);
     return rt_failed ? 1 : 0;
+}
+
+/* Without an argument every case runs in a child process of its own: the driver table and the
+ * cache warning are per process, as they are under CTest. */
+int rt_test_main(int argc, char **argv, const rt_test_case *cases, int ncases)
+{
+    if (argc > 1) {
+        for (int i = 0; i < ncases; i++)
+            if (!strcmp(argv[1], cases[i].name))
+                return rt_run_case(&cases[i]);
+        fprintf(stderr, "no test case named '%s'\n", argv[1]);
+        return 2;
+    }
+    int failed = 0;
+    for (int i = 0; i < ncases; i++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(rt_run_case(&cases[i]));
+        int status = 1;
+        if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "%s: FAILED (status %d)\n", cases[i].name, status);
+            failed++;
+        }
+    }
+    printf("%d of %d cases failed\n", failed, ncases);
+    return failed ? 1 : 0;
 }
