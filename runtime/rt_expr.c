@@ -67,6 +67,7 @@ static rt_expr *rt_new_node(rt_expr_parser *ps, int kind)
     if (e) {
         e->kind = (uint8_t)kind;
         e->slot = -1;
+        e->has_float = kind == RT_E_FLOAT;
     }
     return e;
 }
@@ -211,6 +212,8 @@ static tilec_status rt_parse_expr(rt_expr_parser *ps, int depth, rt_expr **out)
     e->op = (uint8_t)op;
     e->nargs = (uint16_t)nargs;
     memcpy(e->args, args, sizeof(rt_expr *) * (size_t)nargs);
+    for (int i = 0; i < nargs; i++)
+        e->has_float |= args[i]->has_float;
     *out = e;
     return TILEC_OK;
 }
@@ -309,9 +312,80 @@ static const char *rt_float_binop(int op, double a, double b, rt_value *r)
     }
 }
 
+void rt_expr_mark_float(rt_expr *e, const uint8_t *float_slots)
+{
+    if (e->kind == RT_E_NAME || e->kind == RT_E_BIND)
+        e->has_float = e->slot >= 0 && float_slots && float_slots[e->slot];
+    if (e->kind != RT_E_OP)
+        return;
+    e->has_float = 0;
+    for (int i = 0; i < e->nargs; i++) {
+        rt_expr_mark_float(e->args[i], float_slots);
+        e->has_float |= e->args[i]->has_float;
+    }
+}
+
+/* The common case, integers only, kept apart from rt_value so that nothing but int64s moves
+ * through memory on the launch path. */
+static const char *rt_eval_int(const rt_expr *e, const rt_value *slots, int64_t *out)
+{
+    const char *err;
+    int64_t a, b;
+    switch (e->kind) {
+    case RT_E_INT: *out = e->v.i; return NULL;
+    case RT_E_NAME:
+    case RT_E_BIND: *out = slots[e->slot].i; return NULL;
+    case RT_E_OP: break;
+    default: return "'any' has no value";
+    }
+    switch (e->op) {
+    case RT_OP_AND:
+    case RT_OP_OR:
+        for (int i = 0; i < e->nargs; i++) {
+            if ((err = rt_eval_int(e->args[i], slots, &a)))
+                return err;
+            if ((a != 0) != (e->op == RT_OP_AND)) {
+                *out = e->op == RT_OP_OR;
+                return NULL;
+            }
+        }
+        *out = e->op == RT_OP_AND;
+        return NULL;
+    case RT_OP_SELECT:
+        if ((err = rt_eval_int(e->args[0], slots, &a)))
+            return err;
+        return rt_eval_int(e->args[a ? 1 : 2], slots, out);
+    case RT_OP_NOT:
+        if ((err = rt_eval_int(e->args[0], slots, &a)))
+            return err;
+        *out = !a;
+        return NULL;
+    case RT_OP_NEG:
+        if ((err = rt_eval_int(e->args[0], slots, &a)))
+            return err;
+        if (a == INT64_MIN)
+            return rt_overflow;
+        *out = -a;
+        return NULL;
+    default: break;
+    }
+    if ((err = rt_eval_int(e->args[0], slots, &a)))
+        return err;
+    for (int i = 1; i < e->nargs; i++)
+        if ((err = rt_eval_int(e->args[i], slots, &b)) || (err = rt_int_binop(e->op, a, b, &a)))
+            return err;
+    *out = a;
+    return NULL;
+}
+
 const char *rt_expr_eval(const rt_expr *e, const rt_value *slots, rt_value *out)
 {
     const char *err;
+    if (!e->has_float) {
+        out->is_float = 0;
+        out->f = 0;
+        return rt_eval_int(e, slots, &out->i);
+    }
     rt_value a, b;
     switch (e->kind) {
     case RT_E_INT: *out = rt_int(e->v.i); return NULL;

@@ -119,6 +119,7 @@ typedef struct rt_expr rt_expr;
 struct rt_expr {
     uint8_t kind;   /* enum rt_expr_kind */
     uint8_t op;     /* enum rt_op */
+    uint8_t has_float; /* a float literal or float scalar below: evaluate on doubles */
     uint16_t nargs;
     int16_t slot;   /* NAME, BIND: index into the signature's names, once resolved */
     const char *name;
@@ -147,6 +148,8 @@ tilec_status rt_expr_parse(rt_expr_parser *ps, rt_expr **out);
 /* Evaluates e with names' values in slots. Returns NULL on success, else why it failed
  * ("division by zero", "integer overflow"). Never traps. */
 const char *rt_expr_eval(const rt_expr *e, const rt_value *slots, rt_value *out);
+/* Recomputes has_float once names are resolved; float_slots[s] is 1 for float scalars. */
+void rt_expr_mark_float(rt_expr *e, const uint8_t *float_slots);
 /* Infix rendering for messages: (== (% M 64) 0) -> "M % 64 == 0". */
 void rt_expr_render(rt_sbuf *b, const rt_expr *e);
 /* Calls fn for each NAME / BIND node of e, depth first, left to right. */

@@ -445,6 +445,15 @@ static tilec_status rt_resolve(rt_sig *sig, rt_expr *e, int *ready)
     rt_expr_walk_names(e, rt_resolve_one, &ctx);
     if (ready)
         *ready = ctx.ready;
+    if (ctx.status == TILEC_OK) {
+        uint8_t float_slots[RT_MAX_NAMES] = {0};
+        for (int i = 0; i < sig->nnames; i++)
+            if (sig->names[i].kind == RT_N_SCALAR) {
+                int k = rt_dtypes[sig->params[sig->names[i].param].dtype].kind;
+                float_slots[i] = k == RT_DK_FLOAT || k == RT_DK_HALF;
+            }
+        rt_expr_mark_float(e, float_slots);
+    }
     return ctx.status;
 }
 
