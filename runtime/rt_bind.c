@@ -157,7 +157,6 @@ static tilec_status rt_scalar(const rt_param *p, const tilec_rt_scalar *a, uint6
 /* ---- messages about expressions ---- */
 
 typedef struct rt_names_ctx {
-    const rt_sig *sig;
     const rt_value *slots;
     rt_sbuf *b;
     int n;
@@ -200,7 +199,6 @@ static void rt_describe(rt_sbuf *b, const rt_sig *sig, const rt_expr *e, const r
     }
     rt_names_ctx c;
     memset(&c, 0, sizeof c);
-    c.sig = sig;
     c.slots = slots;
     c.b = b;
     rt_expr_walk_names(e, rt_name_value, &c);

@@ -224,7 +224,8 @@ typedef struct rt_sig {
 /* Parses and checks a signature. Errors name the line: TILEC_ERROR_INVALID_ARGUMENT. */
 tilec_status rt_sig_parse(const char *text, size_t len, rt_sig **out);
 void rt_sig_free(rt_sig *s);
-/* The generic values of the `key` line ("A=1,B=2" of NAME<A=1,B=2>), canonical order, into b. */
+/* The generic values of the `key` line ("A=1,B=2" of NAME<A=1,B=2>) in canonical order, into
+ * buf; -1 when there is no key line or its values are malformed. */
 int rt_sig_key_generics(const rt_sig *s, char *buf, size_t cap);
 
 /* ---- rt_bind.c: argument validation, grid, parameter packing ---- */
