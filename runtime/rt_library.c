@@ -139,7 +139,8 @@ static void rt_kernel_free(tilec_rt *rt, tilec_rt_kernel *k)
 /* ---- AOT manifests ---- */
 
 /* "tilec-manifest 1", optional "compiler VERSION", then signature blocks ("tilec-sig 1" .. "end"),
- * one per specialisation that the fatbin holds. */
+ * one per specialisation that the fatbin holds; lines starting with '#' outside blocks are notes
+ * (registers, spills) for people. */
 static tilec_status rt_manifest_load(tilec_rt_library *lib, const char *path)
 {
     char *text;
@@ -193,7 +194,7 @@ static tilec_status rt_manifest_load(tilec_rt_library *lib, const char *path)
         } else if (n == 11 && !memcmp(p, "tilec-sig 1", 11)) {
             block = p;
             block_line = line;
-        } else if (n && !(n > 9 && !memcmp(p, "compiler ", 9))) {
+        } else if (n && p[0] != '#' && !(n > 9 && !memcmp(p, "compiler ", 9))) {
             s = rt_fail(TILEC_ERROR_INVALID_ARGUMENT, "manifest '%s', line %d: unexpected '%.*s'", path, line,
                         (int)(n > 60 ? 60 : n), p);
         }

@@ -50,7 +50,13 @@ int main(void)
     memset(&lo, 0, sizeof lo);
     lo.source = source;
     tilec_rt_library *lib = NULL;
+#ifdef TILEC_RUNTIME_HAS_COMPILER
+    /* with the compiler linked in, the malformed source is a compile error with its diagnostic */
+    EXPECT(tilec_rt_library_open(rt, &lo, &lib) == TILEC_ERROR_COMPILE &&
+           strstr(tilec_rt_last_error(), "error: expected grid, found '{'") != NULL);
+#else
     EXPECT(tilec_rt_library_open(rt, &lo, &lib) == TILEC_ERROR_UNSUPPORTED);
+#endif
     lo.source = NULL;
     lo.fatbin = fatbin;
     lo.manifest = manifest;
