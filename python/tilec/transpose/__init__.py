@@ -1,0 +1,60 @@
+"""Transposes (TileKernels ``tile_kernels.transpose``): bit copies for element types of 1, 2 or
+4 bytes, through tiles in shared memory."""
+import torch
+
+from .. import _runtime
+
+__all__ = ["transpose", "batched_transpose"]
+
+# the kernel is generic over the element's width only: any dtype is moved as raw bits
+_BITS_AS = {1: (torch.uint8, "u8"), 2: (torch.bfloat16, "bf16"), 4: (torch.float32, "f32")}
+
+
+def _pow2_divisor(v: int, cap: int) -> int:
+    d = 1
+    while d < cap and v % (d * 2) == 0:
+        d *= 2
+    return d
+
+
+def batched_transpose(x: torch.Tensor) -> torch.Tensor:
+    """Returns a new contiguous ``(B, N, M)`` tensor with ``out[b, j, i] = x[b, i, j]``.
+
+    ``x`` is 3-D ``(B, M, N)`` with ``M % 64 == 0``, ``N % 64 == 0``, unit stride along N and a
+    row stride that is a multiple of 4 elements; any 1-, 2- or 4-byte dtype. Empty inputs return
+    an empty result without launching.
+    """
+    if x.dim() != 3:
+        raise ValueError(f"batched_transpose: x must be 3-D (B, M, N), got {x.dim()}-D")
+    B, M, N = x.shape
+    out = torch.empty((B, N, M), dtype=x.dtype, device=x.device)
+    if B == 0 or M == 0 or N == 0:
+        return out
+    es = x.element_size()
+    if es not in _BITS_AS:
+        raise ValueError(f"batched_transpose: x must have 1-, 2- or 4-byte elements, got {x.dtype}")
+    if M % 64 or N % 64:
+        raise ValueError(f"batched_transpose: x's dimensions 1 and 2 must be multiples of 64, got {M} and {N}")
+    if x.stride(2) != 1:
+        raise ValueError(f"batched_transpose: x must have unit stride along its last dimension, got {x.stride(2)}")
+    if x.stride(1) % 4:
+        raise ValueError(f"batched_transpose: x's row stride must be a multiple of 4, got {x.stride(1)}")
+    if not x.is_cuda:
+        raise ValueError("batched_transpose: x must be a CUDA tensor")
+    as_dtype, tname = _BITS_AS[es]
+    xv, ov = x.view(as_dtype), out.view(as_dtype)
+    vec = 16 // es
+    sa = _pow2_divisor(x.stride(1), vec) if B == 1 else min(_pow2_divisor(x.stride(1), vec), _pow2_divisor(x.stride(0), vec))
+    gen = (f"T={tname}", f"BX={128 if M % 128 == 0 else 64}", f"BY={128 if N % 128 == 0 else 64}", f"SA={sa}")
+    _runtime.kernel("batched_transpose", gen).launch(xv, ov, stream=_runtime.stream(x.device))
+    return out
+
+
+def transpose(x: torch.Tensor) -> torch.Tensor:
+    """Returns a new contiguous ``(N, M)`` tensor with ``out[j, i] = x[i, j]``; ``x`` is 2-D with
+    the requirements of :func:`batched_transpose` (row strides other than N are allowed)."""
+    if x.dim() != 2:
+        raise ValueError(f"transpose: x must be 2-D (M, N), got {x.dim()}-D")
+    if x.size(0) == 0 or x.size(1) == 0:
+        return torch.empty((x.size(1), x.size(0)), dtype=x.dtype, device=x.device)
+    return batched_transpose(x.unsqueeze(0))[0]
