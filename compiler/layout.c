@@ -144,11 +144,12 @@ Layout *layout_reduce(Arena *a, const Layout *src, int dim, int group)
     Layout *ref = layout_refine_for_reduce(a, src, dim, group);
     if (!ref)
         return NULL;
+    /* group = 0 removes the dimension; a group covering the whole dimension keeps it, extent 1 */
+    bool drop = group == 0;
     if (group > 0 && group == src->shape[dim])
-        group = 0;
+        group = (int)src->shape[dim];
     Layout *l = ARENA_NEW(a, Layout);
     l->nthreads = src->nthreads;
-    bool drop = group == 0;
     l->rank = drop ? src->rank - 1 : src->rank;
     for (int d = 0, o = 0; d < src->rank; d++) {
         if (d == dim && drop)

@@ -441,8 +441,6 @@ static TStmt *lower_reduce(LT *L, TStmt *s)
     TStmt *out = ts_seq(k);
     TBuf *src = s->src.buf, *dst = s->dst.buf;
     int group = s->group;
-    if (group > 0 && group == src->shape[s->dim])
-        group = 0;
     Layout *ref = layout_refine_for_reduce(k->arena, src->layout, s->dim, group);
     Layout *dl = dst->layout;
     if (!ref || !dl) {

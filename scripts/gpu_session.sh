@@ -15,7 +15,7 @@ echo "pytest exit $? in $(( $(date +%s) - t0 )) s: $(tail -1 "$OUT/pytest.log")"
 grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20
 t0=$(date +%s)
 compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider \
-    tests/gpu/test_transpose.py tests/gpu/test_per_token_cast.py -k "4032-576 or 4001-576 and 128" \
+    tests/gpu/test_transpose.py tests/gpu/test_per_token_cast.py -k "4032 and 576 or 4001 and 576 and 128" \
     > "$OUT/memcheck.log" 2>&1
 echo "memcheck exit $? in $(( $(date +%s) - t0 )) s: $(grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck.log" | tail -2 | tr '\n' ' ')"
 python3 bench/launch_overhead.py 2>&1 | tee "$OUT/launch.log"
