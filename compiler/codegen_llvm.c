@@ -894,8 +894,8 @@ static LLVMValueRef cg_expr(CG *g, TExpr *e)
             return LLVMConstReal(ty_of(g, e->dt), e->fval);
         return ci(g, ty_of(g, e->dt), e->ival);
     case TX_VAR:
-        if (!e->var->mutable_ && e->var->cg)
-            return e->var->cg; /* an immutable variable is its SSA value */
+        if (!e->var->mutable_ && e->var->cg_val)
+            return e->var->cg_val; /* an immutable variable is its SSA value */
         return LLVMBuildLoad2(b, ty_of(g, e->dt), var_slot(g, e->var), "");
     case TX_PARAM: return g->scalar[e->param];
     case TX_DIM: return g->tensor_dim[e->param][e->axis];
@@ -1085,7 +1085,7 @@ static void cg_stmt(CG *g, TStmt *s)
     case TS_SEQ: cg_list(g, s->body, s->nbody); break;
     case TS_DECL:
         if (!s->var->mutable_ && s->e) {
-            s->var->cg = cg_expr(g, s->e);
+            s->var->cg_val = cg_expr(g, s->e);
             break;
         }
         if (s->e)
@@ -1151,7 +1151,7 @@ static void cg_stmt(CG *g, TStmt *s)
                 return;
             }
             for (int64_t i = lo; i < hi && g->ok; i += step) {
-                s->var->cg = ci(g, ty_of(g, s->var->dt), i);
+                s->var->cg_val = ci(g, ty_of(g, s->var->dt), i);
                 if (!jumps) {
                     cg_list(g, s->body, s->nbody);
                     continue;
@@ -1169,7 +1169,7 @@ static void cg_stmt(CG *g, TStmt *s)
                 LLVMBuildBr(b, done);
                 LLVMPositionBuilderAtEnd(b, done);
             }
-            s->var->cg = NULL;
+            s->var->cg_val = NULL;
             break;
         }
         LLVMValueRef slot = var_slot(g, s->var);

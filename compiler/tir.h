@@ -45,7 +45,8 @@ struct TVar {
     DType dt;
     bool mutable_;
     int64_t div;      /* known power-of-two divisor of its value (alignment analysis), 1 if none */
-    void *cg;         /* codegen: the LLVM value or alloca */
+    void *cg;         /* codegen: the alloca holding it */
+    void *cg_val;     /* codegen: its SSA value (immutable variables) */
 };
 
 /* ---- buffers: global tensors, shared tiles, frags, per-thread arrays ---- */

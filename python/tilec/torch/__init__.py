@@ -103,16 +103,19 @@ def cast(x, fmt: str, block_size: Tuple[int, int] = (32, 32), sf: Optional[torch
     if sf is not None:
         return data
     if use_tma_aligned_col_major_sf:
+        # the storage recipe of §1.4: column-major with rows padded to a multiple of 4, so that
+        # the strides are (1, align(nm, 4)) even for a single column
         rows4 = _ceil_div(nm, 4) * 4
         if use_packed_ue8m0:
-            cols4 = _ceil_div(nk, 4) * 4
-            e = torch.zeros((rows4, cols4), dtype=torch.uint8, device=x.device)
-            e[:nm, :nk] = (dq.view(torch.int32) >> 23).to(torch.uint8)
-            words = e.view(torch.int32)  # (rows4, cols4 / 4), little-endian bytes = channel groups
-            return data, words.T.contiguous().T[:nm]
-        full = torch.zeros((rows4, nk), dtype=torch.float32, device=x.device)
-        full[:nm] = dq
-        return data, full.T.contiguous().T[:nm]
+            words = _ceil_div(nk, 4)
+            e = torch.zeros((words * 4, rows4), dtype=torch.uint8, device=x.device)
+            e[:nk, :nm] = (dq.view(torch.int32) >> 23).to(torch.uint8).T
+            # word (m, p) holds bytes (m, 4p + b), b = 0..3, little-endian
+            store = e.view(words, 4, rows4).permute(0, 2, 1).contiguous().view(torch.int32).view(words, rows4)
+            return data, store[:, :nm].T
+        store = torch.zeros((nk, rows4), dtype=torch.float32, device=x.device)
+        store[:, :nm] = dq.T
+        return data, store[:, :nm].T
     return data, dq.contiguous()
 
 
