@@ -782,6 +782,8 @@ static int do_rsqrt(const std::string &outdir)
     return fail | (nbad != 0);
 }
 
+/* MUFU_DUMP_NO_MAIN lets a host-only harness include this file to exercise the fits and
+ * table code without a GPU */
 #ifndef MUFU_DUMP_NO_MAIN
 int main(int argc, char **argv)
 {
