@@ -1,0 +1,247 @@
+/* numerics.h — bit-exact software versions of the GPU's number conversions (PTX `cvt`),
+ * TileKernels' scale-factor and E5M6 rules, and CUDA's accurate expf built on a model of
+ * the MUFU ex2 unit. Used for constant folding, software FP4 on sm_90a and the CPU emulator.
+ *
+ * Conventions shared by every function below:
+ * - Values travel as bit patterns: f32 as uint32_t, f16 / bf16 as uint16_t, fp8 and ue8m0 as
+ *   uint8_t, an e2m1 code as the low 4 bits of a uint8_t, an e5m6 code as the low 12 bits of
+ *   a uint16_t. Functions are pure (no state) except where a MUFU table is installed.
+ * - "NaN" in an input means any NaN pattern, whatever its sign and payload.
+ * - Conversions that can produce a NaN produce a canonical one, named in each comment (f32
+ *   0x7FFFFFFF, f16 / bf16 0x7FFF, fp8 0x7F); the one exception is bf16 -> f32, a plain
+ *   shift. These choices follow the PTX ISA and the CUDA 13.0 headers' software fallbacks
+ *   (cuda_fp16/bf16/fp8/fp4.hpp); tests/gpu/numerics/crosscheck.cu checks them on a GPU.
+ * - Packed forms follow the PTX operand order: `cvt.*x2 d, a, b` puts a in the HIGH half
+ *   (byte, nibble) of d and b in the LOW half.
+ * - Arithmetic helpers (expf, the scale factor) use the host's float arithmetic, which must
+ *   be IEEE binary32 with round-to-nearest and no flush-to-zero (the default environment on
+ *   x86-64 and AArch64).
+ */
+#ifndef TILEC_NUMERICS_H
+#define TILEC_NUMERICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {   /* the GPU test programs (CUDA C++) link numerics.c */
+#endif
+
+/* Rounding modes of `cvt`: .rn (nearest, ties to even), .rz (toward zero), .rm (toward -inf),
+ * .rp (toward +inf). */
+typedef enum TlNumRound { TL_NUM_RN, TL_NUM_RZ, TL_NUM_RM, TL_NUM_RP } TlNumRound;
+
+static inline uint32_t tl_num_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float tl_num_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* ---- f32 <-> bf16 ---- */
+
+/* f32 -> bf16 with the given rounding, as `cvt.{rn,rz,rm,rp}.bf16.f32` (no .satfinite, no
+ * .relu): IEEE rounding of the exact value, f32 subnormals kept (bf16 has the same exponent
+ * range), overflow as IEEE (RN -> inf; RZ -> max finite 0x7F7F; RM/RP -> inf on the side they
+ * round toward, max finite on the other), ±inf kept, NaN -> 0x7FFF. */
+uint16_t tl_num_f32_to_bf16(uint32_t f, TlNumRound rnd);
+/* `cvt.{rn,rz}.bf16x2.f32 d, a, b`: a -> bits 31..16, b -> bits 15..0. */
+uint32_t tl_num_bf16x2_from_f32(uint32_t a, uint32_t b, TlNumRound rnd);
+/* bf16 -> f32, as `cvt.f32.bf16`: exact; the pattern is shifted left by 16, so a NaN keeps
+ * its sign and payload (unlike f16 -> f32; the crosscheck verifies this). */
+uint32_t tl_num_bf16_to_f32(uint16_t h);
+
+/* ---- f32 <-> f16 ---- */
+
+/* f32 -> f16, as `cvt.{rn,rz,rm,rp}.f16.f32` (no .ftz): IEEE rounding of the exact value
+ * with f16 subnormals (f32 subnormals become ±0, or the smallest f16 subnormal when RM/RP
+ * rounds away from zero), overflow as IEEE (RN -> ±inf, RZ -> ±65504 (0x7BFF / 0xFBFF),
+ * RM/RP -> inf toward their direction, max finite on the other side), ±inf kept,
+ * NaN -> 0x7FFF. */
+uint16_t tl_num_f32_to_f16(uint32_t f, TlNumRound rnd);
+/* `cvt.{rn,rz}.f16x2.f32 d, a, b`: a -> bits 31..16, b -> bits 15..0. */
+uint32_t tl_num_f16x2_from_f32(uint32_t a, uint32_t b, TlNumRound rnd);
+/* f16 -> f32, as `cvt.f32.f16`: exact for numbers (subnormals normalised); any NaN becomes
+ * the canonical f32 NaN 0x7FFFFFFF (sign and payload dropped). */
+uint32_t tl_num_f16_to_f32(uint16_t h);
+
+/* ---- FP8: e4m3 (E4M3FN: bias 7, no inf, NaN = S.1111.111, max 448) and e5m2 (bias 15,
+ *      IEEE-like with inf, max 57344) ---- */
+
+/* f32 -> e4m3 as one lane of `cvt.rn.satfinite.e4m3x2.f32`: round to nearest even on the
+ * exact value, |x| > 448 and ±inf -> ±448 (0x7E / 0xFE), signed zero kept (-tiny -> 0x80),
+ * NaN -> 0x7F (positive, whatever the input sign). */
+uint8_t tl_num_f32_to_e4m3(uint32_t f);
+/* f32 -> e5m2 as one lane of `cvt.rn.satfinite.e5m2x2.f32`: RNE, overflow and ±inf ->
+ * ±57344 (0x7B / 0xFB), signed zero kept, NaN -> 0x7F. */
+uint8_t tl_num_f32_to_e5m2(uint32_t f);
+/* `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 d, a, b`: a -> bits 15..8, b -> bits 7..0. */
+uint16_t tl_num_e4m3x2_from_f32(uint32_t a, uint32_t b);
+uint16_t tl_num_e5m2x2_from_f32(uint32_t a, uint32_t b);
+/* f16 -> e4m3 / e5m2 as one lane of `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f16x2`: same rules as
+ * from f32 applied to the (exactly representable) f16 value; NaN -> 0x7F. */
+uint8_t tl_num_f16_to_e4m3(uint16_t h);
+uint8_t tl_num_f16_to_e5m2(uint16_t h);
+/* `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f16x2 d, a`: the f16 in bits 31..16 of a -> bits 15..8
+ * of d, bits 15..0 -> bits 7..0. */
+uint16_t tl_num_e4m3x2_from_f16x2(uint32_t a);
+uint16_t tl_num_e5m2x2_from_f16x2(uint32_t a);
+/* e4m3 / e5m2 -> f16 as one lane of `cvt.rn.f16x2.{e4m3x2,e5m2x2}`: exact; NaN codes
+ * (e4m3 0x7F/0xFF, e5m2 0x7D-0x7F/0xFD-0xFF) -> 0x7FFF; e5m2 ±inf -> f16 ±inf. */
+uint16_t tl_num_e4m3_to_f16(uint8_t q);
+uint16_t tl_num_e5m2_to_f16(uint8_t q);
+/* `cvt.rn.f16x2.{e4m3x2,e5m2x2} d, a`: bits 15..8 of a -> bits 31..16 of d. */
+uint32_t tl_num_f16x2_from_e4m3x2(uint16_t a);
+uint32_t tl_num_f16x2_from_e5m2x2(uint16_t a);
+/* e4m3 / e5m2 -> f32: PTX has no direct instruction; this is `cvt.rn.f16x2.e4m3x2` followed
+ * by `cvt.f32.f16` (exact; NaN -> 0x7FFFFFFF). */
+uint32_t tl_num_e4m3_to_f32(uint8_t q);
+uint32_t tl_num_e5m2_to_f32(uint8_t q);
+
+/* ---- FP4 e2m1 (bias 1, no inf/NaN, values 0 0.5 1 1.5 2 3 4 6; bit 3 = sign) ---- */
+
+/* f32 -> e2m1 as one lane of `cvt.rn.satfinite.e2m1x2.f32` (sm_100a+): RNE (ties to the even
+ * code: 0.25->0, 0.75->1, 1.25->1, 1.75->2, 2.5->2, 3.5->4, 5->4), |x| > 6 and ±inf -> ±6,
+ * signed zero kept (-0.1 -> 0x8), NaN -> +6 (0x7). Returns a code in 0..15. */
+uint8_t tl_num_f32_to_e2m1(uint32_t f);
+/* `cvt.rn.satfinite.e2m1x2.f32 d, a, b`: a -> bits 7..4, b -> bits 3..0.
+ * Storage order differs: TileKernels (spec §6.2) keeps logical element 2i in the LOW nibble
+ * and 2i+1 in the high nibble, so packing elements (x[2i], x[2i+1]) is
+ * tl_num_e2m1x2_from_f32(x[2i+1], x[2i]) — the odd element is operand a. */
+uint8_t tl_num_e2m1x2_from_f32(uint32_t a, uint32_t b);
+/* Storage packing of two codes (spec §6.2): even element low nibble, odd element high. */
+static inline uint8_t tl_num_e2m1_pack(uint8_t even, uint8_t odd)
+{
+    return (uint8_t)((even & 0xF) | (odd & 0xF) << 4);
+}
+/* e2m1 -> f16 as one lane of `cvt.rn.f16x2.e2m1x2` (exact; -0 -> 0x8000). */
+uint16_t tl_num_e2m1_to_f16(uint8_t code);
+/* `cvt.rn.f16x2.e2m1x2 d, a`: bits 7..4 of a -> bits 31..16 of d, bits 3..0 -> 15..0. */
+uint32_t tl_num_f16x2_from_e2m1x2(uint8_t a);
+/* e2m1 -> f32, exact (what a software decoder on sm_90a must produce). */
+uint32_t tl_num_e2m1_to_f32(uint8_t code);
+
+/* ---- UE8M0 (unsigned power-of-two exponent, code b = 2^(b-127)) ---- */
+
+/* f32 -> ue8m0 as one lane of `cvt.{rz,rp}{.satfinite}.ue8m0x2.f32` (sm_100a+). rnd must be
+ * TL_NUM_RZ or TL_NUM_RP (PTX has no other; any other value is treated as RZ). The sign is
+ * ignored (|x| is converted). RZ: floor(log2|x|)+127; RP: ceil(log2|x|)+127; results below
+ * code 0 (|x| < 2^-127 for RZ, |x| <= 2^-127 for RP, and ±0) give 0. Finite values whose RP
+ * result would be 2^128 and ±inf give 0xFF, or 0xFE with satfinite. NaN -> 0xFF always. */
+uint8_t tl_num_f32_to_ue8m0(uint32_t f, TlNumRound rnd, bool satfinite);
+/* `cvt.{rz,rp}{.satfinite}.ue8m0x2.f32 d, a, b`: a -> bits 15..8, b -> bits 7..0. */
+uint16_t tl_num_ue8m0x2_from_f32(uint32_t a, uint32_t b, TlNumRound rnd, bool satfinite);
+/* TileKernels' decoder (spec §6.4): f32 bits b << 23, so 0 -> +0.0 and 0xFF -> +inf. */
+uint32_t tl_num_ue8m0_to_f32_tk(uint8_t b);
+/* PTX's decoder, one lane of `cvt.rn.bf16x2.ue8m0x2` (sm_100a+): b << 7 as bf16, except
+ * 0 -> 0x0040 (2^-127, a bf16 subnormal) and 0xFF -> 0x7FFF (NaN). It differs from the
+ * TileKernels decoder only for b = 0 and b = 0xFF. */
+uint16_t tl_num_ue8m0_to_bf16(uint8_t b);
+/* `cvt.rn.bf16x2.ue8m0x2 d, a`: bits 15..8 of a -> bits 31..16 of d. */
+uint32_t tl_num_bf16x2_from_ue8m0x2(uint16_t a);
+
+/* ---- E5M6 (TileKernels' 12-bit format: the top 12 bits of an f16; spec §6.3) ---- */
+
+/* f32 -> e5m6 code (12 bits, sign at bit 11), the spec's pseudo-RNE: h = f16 bits of x by
+ * `cvt.rz.f16.f32`, c = h >> 4, c += 1 when (c & 1) + (bits(x) & 0x1FFFF) > 0x10000.
+ * Exact RNE where the f16 result is normal, not RNE among f16 subnormals (reproduced on
+ * purpose). Beyond the spec's range it follows the hardware RZ, which clamps |x| >= 65536 to
+ * 65504: those give 0x7BF, or 0x7C0 (inf) when bits(x) & 0x1FFFF >= 0x10000 (sign at bit
+ * 11); ±inf gives ±0x7C0; NaN gives 0x7FF or 0x800 depending on its low mantissa bits, as
+ * the kernel would. */
+uint16_t tl_num_f32_to_e5m6(uint32_t f);
+/* e5m6 -> f16 bits (code << 4) and -> f32 (then `cvt.f32.f16`, exact). */
+uint16_t tl_num_e5m6_to_f16(uint16_t code);
+uint32_t tl_num_e5m6_to_f32(uint16_t code);
+/* 8 codes -> 3 words, MSB-first bit stream (spec §6.3): w0 = h0<<20 | h1<<8 | h2>>4, ... */
+void tl_num_e5m6_pack8(const uint16_t codes[8], uint32_t words[3]);
+void tl_num_e5m6_unpack8(const uint32_t words[3], uint16_t codes[8]);
+
+/* ---- Scale factor SF(amax) (spec §1.2) ---- */
+
+typedef struct TlNumSf {
+    uint32_t sf;      /* the stored dequantisation scale as f32 bits (2^e when rounded) */
+    uint32_t sf_inv;  /* the quantisation multiplier as f32 bits */
+    uint8_t ue8m0;    /* e + 127 when rounded; 0 when not (packed UE8M0 needs round_sf) */
+} TlNumSf;
+
+/* a = max.f32(amax, clamp_min) (a NaN operand loses to the other), sf = a / max_value
+ * (div.rn.f32). round_sf false: (sf, max_value / a). round_sf true: e = ((bits(sf) - 1) >> 23)
+ * + 1 - 127 = ceil(log2 sf), sf = 2^e and sf_inv = 2^-e built from bits. Exact for every sf
+ * that is a positive normal number, which the clamps guarantee; other inputs give the same
+ * (meaningless) bits the kernel would compute, wrapping modulo 2^32. */
+TlNumSf tl_num_scale_factor(uint32_t amax, uint32_t clamp_min, uint32_t max_value,
+                            bool round_sf);
+
+/* ---- Transcendentals ---- */
+
+/* 2^x correctly rounded to f32 (RNE; subnormal results rounded at their own precision,
+ * overflow -> +inf, NaN -> 0x7FFFFFFF, -inf -> +0). A reference, not a GPU instruction. */
+uint32_t tl_num_exp2_cr(uint32_t x);
+/* 1/sqrt(x) correctly rounded (x < 0 -> 0x7FFFFFFF, ±0 -> ±inf, +inf -> +0). Reference. */
+uint32_t tl_num_rsqrt_cr(uint32_t x);
+
+/* MODEL of `ex2.approx.ftz.f32` (MUFU.EX2). Not bit-exact: the hardware's table and
+ * interpolation are unknown here. Model: subnormal inputs -> ±0 -> 1.0; NaN -> 0x7FFFFFFF;
+ * x >= 128 -> +inf; otherwise x is cut to a fixed-point value q = floor(x * 2^23) / 2^23,
+ * split into q = i + f (i integer, 0 <= f < 1), and the result is 2^i * CR(2^f) with CR the
+ * correctly rounded value; results below 2^-126 flush to +0. The real unit differs by a few
+ * ulp (about 2 at most; tests/gpu/numerics/mufu_dump.cu measures it). */
+uint32_t tl_num_ex2_approx_ftz_model(uint32_t x);
+/* MODEL of `rsqrt.approx.f32` (MUFU.RSQ, subnormal inputs honoured) and of
+ * `rsqrt.approx.ftz.f32`: the correctly rounded 1/sqrt(x) (the ftz form first flushes
+ * subnormal inputs to ±0). The hardware differs by an ulp or so (mufu_dump measures it). */
+uint32_t tl_num_rsqrt_approx_model(uint32_t x, bool ftz);
+
+/* `ex2.approx.ftz.f32` and `rsqrt.approx{.ftz}.f32` as well as known: the model above, or,
+ * once a table is installed (tl_num_mufu_install), the table's values — bit-exact for a table
+ * that mufu_dump wrote and verified on the hardware. */
+uint32_t tl_num_ex2_approx_ftz(uint32_t x);
+uint32_t tl_num_rsqrt_approx(uint32_t x, bool ftz);
+/* Whether tl_num_ex2_approx_ftz / tl_num_rsqrt_approx are backed by a measured table. */
+bool tl_num_ex2_is_exact(void);
+bool tl_num_rsqrt_is_exact(void);
+
+/* CUDA's accurate expf (nvcc without fast math, libdevice __nv_expf with FTZ off), the
+ * instruction sequence of spec §0.3 evaluated step by step with f32 fma/mul semantics:
+ *   t = sat(fma.rn(x, 0x3BBB989D, 0.5)); j = fma.rm(t, 252, 12582913); k = j - 12583039;
+ *   r = fma.rn(x, 0x32A57060, fma.rn(x, 0x3FB8AA3B, -k)); p = ex2.approx.ftz(r);
+ *   return p * f32(bits(j) << 23)
+ * Bit-exact exactly when tl_num_ex2_approx_ftz is (see tl_num_ex2_is_exact). NaN results
+ * are the canonical 0x7FFFFFFF. */
+uint32_t tl_num_expf(uint32_t x);
+
+/* ---- MUFU tables (written by tests/gpu/numerics/mufu_dump.cu) ----
+ * A table file, little-endian:
+ *   0  char[8] magic "TLMUFU01"
+ *   8  u32 kind: 1 = ex2.approx.ftz.f32, 2 = rsqrt.approx.f32
+ *  12  u32 index_bits N (entries = 2^N)
+ *  16  u32 bits_per_entry B (1..8)
+ *  20  i32 delta_min
+ *  24  u32 cut: ex2 only, how the input is cut to N fraction bits (0 floor, 1 toward zero,
+ *      2 nearest even); 0 for rsqrt
+ *  28  u32 payload_bytes = ceil(2^N * B / 8)
+ *  32  u32 FNV-1a 32-bit hash of the payload
+ *  36  payload: entry i occupies bits [i*B, i*B+B) of the byte string, least significant
+ *      bit first; its value u gives delta = u + delta_min.
+ * Meaning of entry i: ex2: the hardware result for the fraction f = i / 2^N, as f32 bits,
+ * is tl_num_exp2_cr(f) + delta; rsqrt: for the f32 m with bits 0x3F800000 + (i << (24 - N))
+ * (m in [1,4)), the hardware result is tl_num_rsqrt_cr(m) + delta. Other inputs are
+ * reduced to these by exponent (ex2: 2^i scaling of the integer part; rsqrt: 4^k).
+ * tl_num_mufu_install validates the header and hash and installs the table for the whole
+ * process (one per kind; a later install replaces it). The bytes are copied. Returns 0, or
+ * -1 with a message in err (when errcap > 0). Not thread-safe against concurrent callers of
+ * the functions that use the table. */
+int tl_num_mufu_install(const void *blob, size_t len, char *err, size_t errcap);
+/* Removes the installed table of the given kind (1 or 2), returning to the model. */
+void tl_num_mufu_uninstall(unsigned kind);
+/* Writes a table in the format above from deltas[0 .. 2^index_bits): picks the smallest
+ * bits_per_entry that holds max - min. Returns the blob size, or 0 when the arguments are
+ * invalid (kind, index_bits, cut) or the spread needs more than 8 bits; writes only when
+ * the size fits cap (call with out NULL / cap 0 to get the size). */
+size_t tl_num_mufu_encode(unsigned kind, unsigned index_bits, unsigned cut,
+                          const int32_t *deltas, uint8_t *out, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
