@@ -393,6 +393,7 @@ static LLVMValueRef linear_index(CG *g, TBuf *b, TExpr **idx)
     if (b->scope != SC_GLOBAL) {
         /* shared / local: 32-bit arithmetic on compile-time strides */
         LLVMValueRef lin = c32(g, 0);
+        LLVMValueRef xs[TL_MAX_RANK];
         for (int d = 0; d < b->rank; d++) {
             int64_t s = 1;
             for (int i = b->rank - 1; i > d; i--)
@@ -402,7 +403,15 @@ static LLVMValueRef linear_index(CG *g, TBuf *b, TExpr **idx)
                 x = LLVMBuildTrunc(g->b, x, g->t_i32, "");
             else if (dtype_bits(idx[d]->dt) < 32)
                 x = LLVMBuildSExt(g->b, x, g->t_i32, "");
+            xs[d] = x;
             lin = LLVMBuildAdd(g->b, lin, LLVMBuildMul(g->b, x, c32(g, s), ""), "");
+        }
+        if (b->swizzle && b->rank >= 2) {
+            /* XOR the 16-byte chunk within the row with (row / swizzle) % 8 */
+            int per_chunk = 16 / dtype_storage_bytes(b->dt);
+            LLVMValueRef row = xs[b->rank - 2];
+            LLVMValueRef key = LLVMBuildAnd(g->b, LLVMBuildUDiv(g->b, row, c32(g, b->swizzle), ""), c32(g, 7), "");
+            lin = LLVMBuildXor(g->b, lin, LLVMBuildMul(g->b, key, c32(g, per_chunk), ""), "");
         }
         return lin;
     }

@@ -214,6 +214,16 @@ Layout *layout_reduce(Arena *a, const Layout *src, int dim, int group)
     return l;
 }
 
+int transpose_vec(int elem_bytes, int64_t r0, int64_t r1, int nthreads)
+{
+    int v = 16 / elem_bytes;
+    if (v > 8)
+        v = 8;
+    while (v > 1 && (r0 % v || r1 % v || (r0 / v) * (r1 / v) < nthreads))
+        v /= 2;
+    return v < 1 ? 1 : v;
+}
+
 /* ---------------- the pass ---------------- */
 
 typedef struct LayoutPass {
@@ -384,12 +394,19 @@ bool pass_layout(TKernel *k)
     for (int i = 0; i < k->nbufs; i++)
         if (k->bufs[i]->scope == SC_FRAG && !k->bufs[i]->layout)
             assign_default(&P, k->bufs[i], 0);
-    /* shared tiles read or written column-wise get a padded row against bank conflicts */
+    /* shared tiles read or written column-wise: a transposing copy reads V x V micro-tiles, V
+     * rows at a time, with 16-byte vectors. Rows of a multiple of 128 bytes get an XOR swizzle of
+     * their 16-byte chunks by (row / V) % 8, which spreads those rows over all banks; others a
+     * padded row. */
     for (int i = 0; i < k->nbufs; i++) {
         TBuf *b = k->bufs[i];
-        if (b->scope == SC_SHARED && b->transposed_access && b->rank >= 2) {
+        if (b->scope == SC_SHARED && b->transposed_access && b->rank >= 2 && b->dt != DT_E2M1) {
             int es = dtype_storage_bytes(b->dt);
-            b->row_pad = es >= 4 ? 1 : 4 / es; /* one 32-bit word */
+            int64_t rowbytes = b->shape[b->rank - 1] * es;
+            if (rowbytes % 128 == 0)
+                b->swizzle = transpose_vec(es, b->shape[b->rank - 1], b->shape[b->rank - 2], k->nthreads);
+            else
+                b->row_pad = es >= 4 ? 1 : 4 / es; /* one 32-bit word */
         }
     }
     return P.ok;

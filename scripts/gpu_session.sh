@@ -20,3 +20,9 @@ compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -p no:
 echo "memcheck exit $? in $(( $(date +%s) - t0 )) s: $(grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck.log" | tail -2 | tr '\n' ' ')"
 python3 bench/launch_overhead.py 2>&1 | tee "$OUT/launch.log"
 python3 bench/bench_gpu.py ${1:+--quick} --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
+if [ "${NUMERICS:-0}" = 1 ]; then
+  # the software conversions against the hardware, and the MUFU ex2 / rsqrt measurements
+  bash tests/gpu/numerics/build.sh /tmp/g > "$OUT/numerics_build.log" 2>&1 || echo "numerics build failed"
+  /tmp/g/crosscheck > "$OUT/crosscheck.txt" 2>&1; echo "crosscheck exit $?"; tail -40 "$OUT/crosscheck.txt"
+  /tmp/g/mufu_dump "$OUT" > "$OUT/mufu_stdout.txt" 2>&1; echo "mufu_dump exit $?"; tail -60 "$OUT/mufu_report.txt"
+fi

@@ -72,8 +72,8 @@ def kernel(name, generics):
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
-def stream(device):
-    """The current torch stream of ``device`` as an integer handle."""
+def stream(t):
+    """The current torch stream of tensor ``t``'s device, as an integer handle."""
     if _raw_stream is not None:
-        return _raw_stream(device.index if device.index is not None else torch.cuda.current_device())
-    return torch.cuda.current_stream(device).cuda_stream
+        return _raw_stream(t.get_device())
+    return torch.cuda.current_stream(t.device).cuda_stream

@@ -16,6 +16,7 @@ QuantTensor = Tuple[torch.Tensor, torch.Tensor]
 __all__ = ["per_token_cast", "QuantTensor"]
 
 _FLOAT_IN = {torch.bfloat16: "bf16", torch.float32: "f32"}
+_ptc_kernels = {}
 
 
 def _pow2_divisor(v: int, cap: int) -> int:
@@ -62,14 +63,16 @@ def per_token_cast(x, fmt: str, num_per_channels: int, x_block_size: Optional[Tu
     if not x.is_cuda:
         raise ValueError(f"{fn}: x must be a CUDA tensor")
     xa = _pow2_divisor(x.stride(0), 8)
-    gen = [f"T={_FLOAT_IN[x.dtype]}", f"H={H}", f"G={n}", f"ROUND={'true' if round_sf else 'false'}", f"XA={xa}"]
+    key = (x.dtype, H, n, round_sf, xa, use_packed_ue8m0)
+    k = _ptc_kernels.get(key)
+    if k is None:
+        gen = (f"T={_FLOAT_IN[x.dtype]}", f"H={H}", f"G={n}", f"ROUND={'true' if round_sf else 'false'}", f"XA={xa}",
+               "sf=absent" if use_packed_ue8m0 else "sf=present", "sfp=present" if use_packed_ue8m0 else "sfp=absent")
+        k = _ptc_kernels[key] = _runtime.kernel("per_token_cast", gen)
     if use_packed_ue8m0:
-        gen += ["sf=absent", "sfp=present"]
         rows = align(nm, 4)
         sfp = _runtime.Arg(store.data_ptr(), "u8", (store.size(0), rows * 4), (rows * 4, 1), store)
-        args = (x, out, None, sfp)
+        k.launch(x, out, None, sfp, stream=_runtime.stream(x))
     else:
-        gen += ["sf=present", "sfp=absent"]
-        args = (x, out, sf, None)
-    _runtime.kernel("per_token_cast", tuple(gen)).launch(*args, stream=_runtime.stream(x.device))
+        k.launch(x, out, sf, None, stream=_runtime.stream(x))
     return out, sf

@@ -17,6 +17,27 @@ def _pow2_divisor(v: int, cap: int) -> int:
     return d
 
 
+_NAMES = {torch.uint8: "u8", torch.int8: "i8", torch.bfloat16: "bf16", torch.float16: "f16", torch.int16: "i16",
+          torch.float32: "f32", torch.int32: "i32"}
+if hasattr(torch, "float8_e4m3fn"):
+    _NAMES[torch.float8_e4m3fn] = "e4m3"
+    _NAMES[torch.float8_e5m2] = "e5m2"
+_kernels = {}
+
+
+def _kernel(dtype, es, m128, n128, sa):
+    key = (dtype, m128, n128, sa)
+    k = _kernels.get(key)
+    if k is None:
+        # the kernel copies bits: dtypes the language lacks travel as unsigned integers of their width
+        tname = _NAMES.get(dtype) or _BITS_AS[es][1]
+        k = _runtime.kernel("batched_transpose", (f"T={tname}", f"BX={128 if m128 else 64}",
+                                                  f"BY={128 if n128 else 64}", f"SA={sa}"))
+        _kernels[key] = (k, dtype not in _NAMES)
+        return _kernels[key]
+    return k
+
+
 def batched_transpose(x: torch.Tensor) -> torch.Tensor:
     """Returns a new contiguous ``(B, N, M)`` tensor with ``out[b, j, i] = x[b, i, j]``.
 
@@ -35,18 +56,21 @@ def batched_transpose(x: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"batched_transpose: x must have 1-, 2- or 4-byte elements, got {x.dtype}")
     if M % 64 or N % 64:
         raise ValueError(f"batched_transpose: x's dimensions 1 and 2 must be multiples of 64, got {M} and {N}")
-    if x.stride(2) != 1:
-        raise ValueError(f"batched_transpose: x must have unit stride along its last dimension, got {x.stride(2)}")
-    if x.stride(1) % 4:
-        raise ValueError(f"batched_transpose: x's row stride must be a multiple of 4, got {x.stride(1)}")
+    sb, sm, sn = x.stride()
+    if sn != 1:
+        raise ValueError(f"batched_transpose: x must have unit stride along its last dimension, got {sn}")
+    if sm % 4:
+        raise ValueError(f"batched_transpose: x's row stride must be a multiple of 4, got {sm}")
     if not x.is_cuda:
         raise ValueError("batched_transpose: x must be a CUDA tensor")
-    as_dtype, tname = _BITS_AS[es]
-    xv, ov = x.view(as_dtype), out.view(as_dtype)
     vec = 16 // es
-    sa = _pow2_divisor(x.stride(1), vec) if B == 1 else min(_pow2_divisor(x.stride(1), vec), _pow2_divisor(x.stride(0), vec))
-    gen = (f"T={tname}", f"BX={128 if M % 128 == 0 else 64}", f"BY={128 if N % 128 == 0 else 64}", f"SA={sa}")
-    _runtime.kernel("batched_transpose", gen).launch(xv, ov, stream=_runtime.stream(x.device))
+    sa = _pow2_divisor(sm, vec) if B == 1 else min(_pow2_divisor(sm, vec), _pow2_divisor(sb, vec))
+    k, as_bits = _kernel(x.dtype, M % 128 == 0, N % 128 == 0, sa)
+    if as_bits:
+        x, ov = x.view(_BITS_AS[es][0]), out.view(_BITS_AS[es][0])
+    else:
+        ov = out
+    k.launch(x, ov, stream=_runtime.stream(x))
     return out
 
 
