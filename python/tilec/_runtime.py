@@ -72,6 +72,12 @@ def kernel(name, generics):
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
+def require_device(x, fn):
+    """Kernels run on CUDA tensors (the CPU emulator, when selected, takes CPU tensors)."""
+    if not x.is_cuda:
+        raise ValueError(f"{fn}: x must be a CUDA tensor")
+
+
 def stream(t):
     """The current torch stream of tensor ``t``'s device, as an integer handle."""
     if _raw_stream is not None:

@@ -60,8 +60,7 @@ def per_token_cast(x, fmt: str, num_per_channels: int, x_block_size: Optional[Tu
     sf, store = alloc_scaling_factors(nm, nk, use_tma_aligned_col_major_sf, use_packed_ue8m0, x.device)
     if T == 0:
         return out, sf
-    if not x.is_cuda:
-        raise ValueError(f"{fn}: x must be a CUDA tensor")
+    _runtime.require_device(x, fn)
     xa = _pow2_divisor(x.stride(0), 8)
     key = (x.dtype, H, n, round_sf, xa, use_packed_ue8m0)
     k = _ptc_kernels.get(key)

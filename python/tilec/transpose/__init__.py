@@ -26,16 +26,16 @@ _kernels = {}
 
 
 def _kernel(dtype, es, m128, n128, sa):
+    """(kernel, whether x must be viewed as raw bits) for one configuration, cached."""
     key = (dtype, m128, n128, sa)
-    k = _kernels.get(key)
-    if k is None:
+    entry = _kernels.get(key)
+    if entry is None:
         # the kernel copies bits: dtypes the language lacks travel as unsigned integers of their width
         tname = _NAMES.get(dtype) or _BITS_AS[es][1]
         k = _runtime.kernel("batched_transpose", (f"T={tname}", f"BX={128 if m128 else 64}",
                                                   f"BY={128 if n128 else 64}", f"SA={sa}"))
-        _kernels[key] = (k, dtype not in _NAMES)
-        return _kernels[key]
-    return k
+        entry = _kernels[key] = (k, dtype not in _NAMES)
+    return entry
 
 
 def batched_transpose(x: torch.Tensor) -> torch.Tensor:
@@ -61,11 +61,10 @@ def batched_transpose(x: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"batched_transpose: x must have unit stride along its last dimension, got {sn}")
     if sm % 4:
         raise ValueError(f"batched_transpose: x's row stride must be a multiple of 4, got {sm}")
-    if not x.is_cuda:
-        raise ValueError("batched_transpose: x must be a CUDA tensor")
+    _runtime.require_device(x, "batched_transpose")
     vec = 16 // es
     sa = _pow2_divisor(sm, vec) if B == 1 else min(_pow2_divisor(sm, vec), _pow2_divisor(sb, vec))
-    k, as_bits = _kernel(x.dtype, M % 128 == 0, N % 128 == 0, sa)
+    k, as_bits = _kernel(x.dtype, es, M % 128 == 0, N % 128 == 0, sa)
     if as_bits:
         x, ov = x.view(_BITS_AS[es][0]), out.view(_BITS_AS[es][0])
     else:
