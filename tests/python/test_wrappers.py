@@ -11,10 +11,13 @@ torch = pytest.importorskip("torch")
 # the package as built (sources + _native) in the build tree
 sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(os.path.dirname(__file__), "..", "..", "build", "python")))
 
+HAS_FP8 = True
+if not hasattr(torch, "float8_e4m3fn"):
+    # an older torch (Debian's 1.13): the wrappers' logic is the same with a byte stand-in
+    torch.float8_e4m3fn = torch.uint8
+
 import tilec  # noqa: E402
 from tilec import _runtime  # noqa: E402
-
-HAS_FP8 = hasattr(torch, "float8_e4m3fn")
 
 
 class Recorder:

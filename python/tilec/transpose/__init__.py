@@ -19,9 +19,9 @@ def _pow2_divisor(v: int, cap: int) -> int:
 
 _NAMES = {torch.uint8: "u8", torch.int8: "i8", torch.bfloat16: "bf16", torch.float16: "f16", torch.int16: "i16",
           torch.float32: "f32", torch.int32: "i32"}
-if hasattr(torch, "float8_e4m3fn"):
-    _NAMES[torch.float8_e4m3fn] = "e4m3"
-    _NAMES[torch.float8_e5m2] = "e5m2"
+for _attr, _name in (("float8_e4m3fn", "e4m3"), ("float8_e5m2", "e5m2")):
+    if hasattr(torch, _attr) and getattr(torch, _attr) not in _NAMES:
+        _NAMES[getattr(torch, _attr)] = _name
 _kernels = {}
 
 
