@@ -84,6 +84,18 @@ int main(int argc, char **argv)
                strstr(tilec_rt_last_error(), "sf must have one column per group"));
     }
 
+    /* per-token cast, packed UE8M0 scales: sf absent, so its requirement is not in the signature */
+    const char *gp[] = {"T=bf16", "H=2048", "G=128", "ROUND=true", "XA=8", "sf=absent", "sfp=present"};
+    k = get(lib, "per_token_cast", gp, 7);
+    if (k) {
+        EXPECT(strstr(tilec_rt_kernel_signature(k), "sf must have") == NULL);
+        int64_t xs[2] = {4001, 2048}, ps[2] = {4, 4004 * 4};
+        tilec_rt_arg a[4] = {tilec_rt_arg_tensor((void *)0x10000, TILEC_RT_BF16, 2, xs, NULL),
+                             tilec_rt_arg_tensor((void *)0x20000000, TILEC_RT_E4M3, 2, xs, NULL), tilec_rt_arg_absent(),
+                             tilec_rt_arg_tensor((void *)0x30000000, TILEC_RT_U8, 2, ps, NULL)};
+        EXPECT(tilec_rt_check(k, a, 4, NULL, &cfg) == TILEC_OK);
+    }
+
     /* top-k gate: one block per token */
     const char *gk[] = {"E=256", "K=8"};
     k = get(lib, "topk_gate", gk, 2);

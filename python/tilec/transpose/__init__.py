@@ -25,15 +25,27 @@ for _attr, _name in (("float8_e4m3fn", "e4m3"), ("float8_e5m2", "e5m2")):
 _kernels = {}
 
 
-def _kernel(dtype, es, m128, n128, sa):
+def _tile(es, M, N):
+    """Tile rows x columns: 32 KiB tiles (128 x 128 bf16, 256 x 128 bytes, 64 x 128 f32), smaller
+    where the extents need it."""
+    bx = {1: 256, 2: 128, 4: 64}[es]
+    by = 128
+    while M % bx:
+        bx //= 2
+    while N % by:
+        by //= 2
+    return bx, by
+
+
+def _kernel(dtype, es, M, N, sa):
     """(kernel, whether x must be viewed as raw bits) for one configuration, cached."""
-    key = (dtype, m128, n128, sa)
+    bx, by = _tile(es, M, N)
+    key = (dtype, bx, by, sa)
     entry = _kernels.get(key)
     if entry is None:
         # the kernel copies bits: dtypes the language lacks travel as unsigned integers of their width
         tname = _NAMES.get(dtype) or _BITS_AS[es][1]
-        k = _runtime.kernel("batched_transpose", (f"T={tname}", f"BX={128 if m128 else 64}",
-                                                  f"BY={128 if n128 else 64}", f"SA={sa}"))
+        k = _runtime.kernel("batched_transpose", (f"T={tname}", f"BX={bx}", f"BY={by}", f"SA={sa}"))
         entry = _kernels[key] = (k, dtype not in _NAMES)
     return entry
 
@@ -64,7 +76,7 @@ def batched_transpose(x: torch.Tensor) -> torch.Tensor:
     _runtime.require_device(x, "batched_transpose")
     vec = 16 // es
     sa = _pow2_divisor(sm, vec) if B == 1 else min(_pow2_divisor(sm, vec), _pow2_divisor(sb, vec))
-    k, as_bits = _kernel(x.dtype, es, M % 128 == 0, N % 128 == 0, sa)
+    k, as_bits = _kernel(x.dtype, es, M, N, sa)
     if as_bits:
         x, ov = x.view(_BITS_AS[es][0]), out.view(_BITS_AS[es][0])
     else:
