@@ -100,6 +100,7 @@ typedef struct InlineCall {
     StmtList body;
     Type *ret;
     void *tuple_bind;         /* lowering: the variables holding a tuple result */
+    bool ret_varying;         /* a returned value depends on the thread */
 } InlineCall;
 
 /* ---- statements ---- */

@@ -348,12 +348,12 @@ int driver_build(const DriverOptions *o, const char *file)
             fprintf(stderr, "tilec: error: cannot write '%s'\n", mpath);
             rc = 1;
         } else {
-            fprintf(f, "tilec-manifest 1\ncompiler %s\nspecialisations %d\n", TILEC_VERSION, B.njobs);
+            fprintf(f, "tilec-manifest 1\ncompiler %s\n# %d specialisations\n", TILEC_VERSION, B.njobs);
             int spills = 0;
             for (int i = 0; i < B.njobs; i++) {
                 Job *j = &B.jobs[i];
-                fprintf(f, "\nspecialisation %d\nregisters %d\nspill_bytes %d\nstack_bytes %d\n%s", i, j->regs, j->spills, j->stack,
-                        j->signature ? j->signature : "");
+                fprintf(f, "\n# specialisation %d: %d registers, %d bytes spilled, %d bytes of stack\n%s", i, j->regs, j->spills,
+                        j->stack, j->signature ? j->signature : "");
                 if (j->spills || j->stack)
                     spills++;
             }

@@ -443,6 +443,7 @@ static LLVMValueRef linear_index(CG *g, TBuf *b, TExpr **idx)
     if (b->scope != SC_GLOBAL) {
         /* shared / local: 32-bit arithmetic on compile-time strides */
         LLVMValueRef lin = c32(g, 0);
+        LLVMValueRef xs[TL_MAX_RANK];
         for (int d = 0; d < b->rank; d++) {
             int64_t s = 1;
             for (int i = b->rank - 1; i > d; i--)
@@ -452,7 +453,15 @@ static LLVMValueRef linear_index(CG *g, TBuf *b, TExpr **idx)
                 x = LLVMBuildTrunc(g->b, x, g->t_i32, "");
             else if (dtype_bits(idx[d]->dt) < 32)
                 x = LLVMBuildSExt(g->b, x, g->t_i32, "");
+            xs[d] = x;
             lin = LLVMBuildAdd(g->b, lin, LLVMBuildMul(g->b, x, c32(g, s), ""), "");
+        }
+        if (b->swizzle && b->rank >= 2) {
+            /* XOR the 16-byte chunk within the row with (row / swizzle) % 8 */
+            int per_chunk = 16 / dtype_storage_bytes(b->dt);
+            LLVMValueRef row = xs[b->rank - 2];
+            LLVMValueRef key = LLVMBuildAnd(g->b, LLVMBuildUDiv(g->b, row, c32(g, b->swizzle), ""), c32(g, 7), "");
+            lin = LLVMBuildXor(g->b, lin, LLVMBuildMul(g->b, key, c32(g, per_chunk), ""), "");
         }
         return lin;
     }
@@ -1027,7 +1036,10 @@ static LLVMValueRef cg_expr(CG *g, TExpr *e)
         if (dtype_is_float(e->dt) && e->dt != DT_E4M3 && e->dt != DT_E5M2 && e->dt != DT_E2M1)
             return LLVMConstReal(ty_of(g, e->dt), e->fval);
         return ci(g, ty_of(g, e->dt), e->ival);
-    case TX_VAR: return LLVMBuildLoad2(b, ty_of(g, e->dt), var_slot(g, e->var), "");
+    case TX_VAR:
+        if (!e->var->mutable_ && e->var->cg_val)
+            return e->var->cg_val; /* an immutable variable is its SSA value */
+        return LLVMBuildLoad2(b, ty_of(g, e->dt), var_slot(g, e->var), "");
     case TX_PARAM: return g->scalar[e->param];
     case TX_DIM: return g->tensor_dim[e->param][e->axis];
     case TX_STRIDE: return g->tensor_stride[e->param][e->axis];
@@ -1149,6 +1161,54 @@ static LLVMValueRef cg_expr(CG *g, TExpr *e)
 
 static void cg_stmt(CG *g, TStmt *s);
 
+static bool pure_expr(const TExpr *e)
+{
+    if (!e)
+        return true;
+    if (e->kind == TX_LOAD) /* register arrays only: memory reads stay guarded */
+        return e->buf->scope == SC_LOCAL && pure_expr(e->args[0]);
+    if (e->kind == TX_CALL)
+        return false;
+    if (e->kind == TX_BIN && (e->op == OP_DIV || e->op == OP_MOD))
+        return false;
+    return pure_expr(e->a) && pure_expr(e->b) && pure_expr(e->c);
+}
+
+/* an if whose branches only assign mutable variables, each at most once, from pure values */
+static bool select_only(const TStmt *s)
+{
+    if (s->nbody + s->nels == 0 || s->nbody > 16 || s->nels > 16)
+        return false;
+    TStmt *const *lists[2] = {s->body, s->els};
+    int ns[2] = {s->nbody, s->nels};
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < ns[side]; i++) {
+            const TStmt *a = lists[side][i];
+            if (a->kind != TS_ASSIGN || !a->var->mutable_ || !pure_expr(a->e))
+                return false;
+            /* later assignments must not read earlier ones of the same branch */
+            for (int j = 0; j < i; j++)
+                if (lists[side][j]->var == a->var)
+                    return false;
+        }
+    return true;
+}
+
+/* whether a loop body has a break or continue of its own loop (not of a nested one) */
+static bool body_jumps(TStmt **v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        TStmt *s = v[i];
+        if (s->kind == TS_BREAK || s->kind == TS_CONTINUE)
+            return true;
+        if (s->kind == TS_FOR || s->kind == TS_WHILE)
+            continue;
+        if (body_jumps(s->body, s->nbody) || body_jumps(s->els, s->nels))
+            return true;
+    }
+    return false;
+}
+
 static void cg_list(CG *g, TStmt **v, int n)
 {
     for (int i = 0; i < n && g->ok; i++)
@@ -1168,6 +1228,10 @@ static void cg_stmt(CG *g, TStmt *s)
     switch (s->kind) {
     case TS_SEQ: cg_list(g, s->body, s->nbody); break;
     case TS_DECL:
+        if (!s->var->mutable_ && s->e) {
+            s->var->cg_val = cg_expr(g, s->e);
+            break;
+        }
         if (s->e)
             LLVMBuildStore(b, cg_expr(g, s->e), var_slot(g, s->var));
         else
@@ -1187,6 +1251,23 @@ static void cg_stmt(CG *g, TStmt *s)
     case TS_EVAL: cg_expr(g, s->e); break;
     case TS_IF: {
         LLVMValueRef c = cg_expr(g, s->e);
+        if (select_only(s)) {
+            /* an if that only assigns variables from plain values becomes selects: a smaller
+             * CFG is much cheaper for LLVM to optimise */
+            LLVMValueRef nv[16];
+            TStmt **lists[2] = {s->body, s->els};
+            int ns[2] = {s->nbody, s->nels};
+            for (int side = 0; side < 2; side++)
+                for (int i = 0; i < ns[side]; i++) {
+                    TStmt *a = lists[side][i];
+                    nv[i] = cg_expr(g, a->e);
+                    LLVMValueRef cur = LLVMBuildLoad2(b, ty_of(g, a->var->dt), var_slot(g, a->var), "");
+                    LLVMValueRef sel = side == 0 ? LLVMBuildSelect(b, c, nv[i], cur, "") : LLVMBuildSelect(b, c, cur, nv[i], "");
+                    nv[i] = sel;
+                    LLVMBuildStore(b, sel, var_slot(g, a->var));
+                }
+            break;
+        }
         LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "then");
         LLVMBasicBlockRef els = s->nels ? LLVMAppendBasicBlockInContext(g->ctx, g->fn, "else") : NULL;
         LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "endif");
@@ -1207,15 +1288,19 @@ static void cg_stmt(CG *g, TStmt *s)
         if (s->for_kind == FOR_UNROLL && tx_is_const(s->lo, &lo) && tx_is_const(s->hi, &hi) && tx_is_const(s->step, &step) &&
             step > 0) {
             /* unrolled here so that register-array indices are constants */
-            LLVMValueRef slot = var_slot(g, s->var);
-            LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "unroll.end");
+            bool jumps = body_jumps(s->body, s->nbody);
+            LLVMBasicBlockRef done = jumps ? LLVMAppendBasicBlockInContext(g->ctx, g->fn, "unroll.end") : NULL;
             if (g->nloops >= 64) {
                 cg_error(g, s->loc, "loops nest too deeply");
                 return;
             }
             for (int64_t i = lo; i < hi && g->ok; i += step) {
+                s->var->cg_val = ci(g, ty_of(g, s->var->dt), i);
+                if (!jumps) {
+                    cg_list(g, s->body, s->nbody);
+                    continue;
+                }
                 LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "unroll.next");
-                LLVMBuildStore(b, ci(g, ty_of(g, s->var->dt), i), slot);
                 g->brk[g->nloops] = done;
                 g->cont[g->nloops] = next;
                 g->nloops++;
@@ -1224,8 +1309,11 @@ static void cg_stmt(CG *g, TStmt *s)
                 LLVMBuildBr(b, next);
                 LLVMPositionBuilderAtEnd(b, next);
             }
-            LLVMBuildBr(b, done);
-            LLVMPositionBuilderAtEnd(b, done);
+            if (jumps) {
+                LLVMBuildBr(b, done);
+                LLVMPositionBuilderAtEnd(b, done);
+            }
+            s->var->cg_val = NULL;
             break;
         }
         LLVMValueRef slot = var_slot(g, s->var);

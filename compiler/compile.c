@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static bool dump_wanted(const CompileRequest *rq, const char *pass)
@@ -34,17 +35,39 @@ static bool run_pass(Compilation *c, const CompileRequest *rq, TKernel *k, const
     return !diag_has_errors(&c->diag);
 }
 
+static double ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* TILEC_TIMING=1 prints the time of each phase to stderr */
+static void phase(const char *name, double *t)
+{
+    static int on = -1;
+    if (on < 0)
+        on = getenv("TILEC_TIMING") != NULL;
+    double n = ms_now();
+    if (on)
+        fprintf(stderr, "tilec: %-12s %7.2f ms\n", name, n - *t);
+    *t = n;
+}
+
 bool compile_specialization(Compilation *c, const CompileRequest *rq, CompileResult *out)
 {
     memset(out, 0, sizeof *out);
+    double t = ms_now();
     if (!sema_kernel(c, rq->kernel, &rq->args))
         return false;
+    phase("sema", &t);
     TKernel *k;
     if (!lower_ast(c, rq->kernel, &rq->args, rq->sm, rq->host, &k))
         return false;
     if (!run_pass(c, rq, k, "lower_ast", NULL) || !run_pass(c, rq, k, "layout", pass_layout) ||
         !run_pass(c, rq, k, "lower_tiles", pass_lower_tiles) || !run_pass(c, rq, k, "smem_plan", pass_smem_plan))
         return false;
+    phase("tir passes", &t);
     StrBuf sig = {0};
     if (!signature_write(&sig, k, &c->diag)) {
         sb_free(&sig);
@@ -53,14 +76,15 @@ bool compile_specialization(Compilation *c, const CompileRequest *rq, CompileRes
     out->signature = sb_take(&sig);
     out->entry = strdup(k->entry);
     if (rq->stage == STAGE_TIR) {
-        StrBuf t = {0};
-        tir_print(&t, k);
-        out->size = t.len;
-        out->text = sb_take(&t);
+        StrBuf text = {0};
+        tir_print(&text, k);
+        out->size = text.len;
+        out->text = sb_take(&text);
         return true;
     }
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef m = cg_build_module(k, ctx);
+    phase("llvm ir", &t);
     bool ok = false;
     if (m) {
         if (rq->host) { /* host target: the same module, lowered for the CPU emulator */
@@ -73,6 +97,7 @@ bool compile_specialization(Compilation *c, const CompileRequest *rq, CompileRes
             out->text = cg_emit_ptx(k, m, rq->opt_level, &out->size);
         }
         ok = out->text != NULL;
+        phase("llvm->ptx", &t);
         LLVMDisposeModule(m);
     }
     LLVMContextDispose(ctx);

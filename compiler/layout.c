@@ -144,11 +144,12 @@ Layout *layout_reduce(Arena *a, const Layout *src, int dim, int group)
     Layout *ref = layout_refine_for_reduce(a, src, dim, group);
     if (!ref)
         return NULL;
+    /* group = 0 removes the dimension; a group covering the whole dimension keeps it, extent 1 */
+    bool drop = group == 0;
     if (group > 0 && group == src->shape[dim])
-        group = 0;
+        group = (int)src->shape[dim];
     Layout *l = ARENA_NEW(a, Layout);
     l->nthreads = src->nthreads;
-    bool drop = group == 0;
     l->rank = drop ? src->rank - 1 : src->rank;
     for (int d = 0, o = 0; d < src->rank; d++) {
         if (d == dim && drop)
@@ -211,6 +212,16 @@ Layout *layout_reduce(Arena *a, const Layout *src, int dim, int group)
         if (!l->modes[i].thread && l->modes[i].div == 1 && l->modes[i].stride == 1 && l->modes[i].dim == l->rank - 1)
             l->vec = l->modes[i].size;
     return l;
+}
+
+int transpose_vec(int elem_bytes, int64_t r0, int64_t r1, int nthreads)
+{
+    int v = 16 / elem_bytes;
+    if (v > 8)
+        v = 8;
+    while (v > 1 && (r0 % v || r1 % v || (r0 / v) * (r1 / v) < nthreads))
+        v /= 2;
+    return v < 1 ? 1 : v;
 }
 
 /* ---------------- the pass ---------------- */
@@ -383,12 +394,19 @@ bool pass_layout(TKernel *k)
     for (int i = 0; i < k->nbufs; i++)
         if (k->bufs[i]->scope == SC_FRAG && !k->bufs[i]->layout)
             assign_default(&P, k->bufs[i], 0);
-    /* shared tiles read or written column-wise get a padded row against bank conflicts */
+    /* shared tiles read or written column-wise: a transposing copy reads V x V micro-tiles, V
+     * rows at a time, with 16-byte vectors. Rows of a multiple of 128 bytes get an XOR swizzle of
+     * their 16-byte chunks by (row / V) % 8, which spreads those rows over all banks; others a
+     * padded row. */
     for (int i = 0; i < k->nbufs; i++) {
         TBuf *b = k->bufs[i];
-        if (b->scope == SC_SHARED && b->transposed_access && b->rank >= 2) {
+        if (b->scope == SC_SHARED && b->transposed_access && b->rank >= 2 && b->dt != DT_E2M1) {
             int es = dtype_storage_bytes(b->dt);
-            b->row_pad = es >= 4 ? 1 : 4 / es; /* one 32-bit word */
+            int64_t rowbytes = b->shape[b->rank - 1] * es;
+            if (rowbytes % 128 == 0)
+                b->swizzle = transpose_vec(es, b->shape[b->rank - 1], b->shape[b->rank - 2], k->nthreads);
+            else
+                b->row_pad = es >= 4 ? 1 : 4 / es; /* one 32-bit word */
         }
     }
     return P.ok;

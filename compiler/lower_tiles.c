@@ -12,10 +12,18 @@
 #include <stdio.h>
 #include <string.h>
 
+/* How a copy's memory accesses are emitted. A copy is lowered twice: FAST, every run as vector
+ * accesses with no checks, collecting in `all_in` the condition that every run is inside the
+ * tensor; then, only if that condition is not statically true, SAFE, element by element with a
+ * check each. One branch per thread picks the version: the vector path carries no checks. */
+typedef enum { COPY_FAST, COPY_SAFE } CopyMode;
+
 typedef struct LT {
     TKernel *k;
     bool ok;
     TBuf *scratch;
+    CopyMode mode;
+    TExpr *all_in;
 } LT;
 
 static TExpr *i32c(LT *L, int64_t v) { return tx_const_int(L->k, DT_I32, v); }
@@ -183,36 +191,36 @@ static void emit_side(LT *L, TStmt *out, bool load, Region *r, TExpr **idx, int 
 {
     TKernel *k = L->k;
     TBuf *b = r->buf;
-    bool contiguous = unit_stride(L, b, bd);
-    int es_bits = dtype_bits(b->dt);
-    int piece = 1;
-    if (contiguous && len > 1) {
-        piece = len;
-        int align = known_align(L, b, idx);
-        while (piece > 1 && (int64_t)piece * es_bits / 8 > align)
-            piece /= 2;
-    }
-    if (b->dt == DT_E2M1 && piece < 2)
-        piece = 2; /* nibbles move in whole bytes */
-    TExpr *full = bounds_pred(L, r, idx, bd, len);
-    TStmt *fast = ts_seq(k);
-    for (int j = 0; j < len; j += piece) {
-        TStmt *v = ts_new(k, load ? TS_VLOAD : TS_VSTORE, loc_none());
-        v->buf = b;
-        v->nidx = b->rank;
-        v->idx = ARENA_ARRAY(k->arena, TExpr *, v->nidx);
-        for (int d = 0; d < v->nidx; d++)
-            v->idx[d] = d == bd ? tx_bin(k, OP_ADD, idx[d], i32c(L, j)) : idx[d];
-        v->vec = piece;
-        v->align = known_align(L, b, v->idx);
-        v->regs = tmp;
-        v->roff = toff + j;
-        ts_push(k, fast, v);
-    }
-    TStmt *res = fast;
-    if (full) {
-        TStmt *i = ts_if(k, full);
-        ts_push(k, i, fast);
+    TStmt *res = ts_seq(k);
+    if (L->mode == COPY_FAST) {
+        bool contiguous = unit_stride(L, b, bd);
+        int es_bits = dtype_bits(b->dt);
+        int piece = 1;
+        if (contiguous && len > 1) {
+            piece = len;
+            int align = known_align(L, b, idx);
+            while (piece > 1 && (int64_t)piece * es_bits / 8 > align)
+                piece /= 2;
+        }
+        if (b->dt == DT_E2M1 && piece < 2)
+            piece = 2; /* nibbles move in whole bytes */
+        TExpr *full = bounds_pred(L, r, idx, bd, len);
+        if (full)
+            L->all_in = L->all_in ? tx_bin(k, OP_LAND, L->all_in, full) : full;
+        for (int j = 0; j < len; j += piece) {
+            TStmt *v = ts_new(k, load ? TS_VLOAD : TS_VSTORE, loc_none());
+            v->buf = b;
+            v->nidx = b->rank;
+            v->idx = ARENA_ARRAY(k->arena, TExpr *, v->nidx);
+            for (int d = 0; d < v->nidx; d++)
+                v->idx[d] = d == bd ? tx_bin(k, OP_ADD, idx[d], i32c(L, j)) : idx[d];
+            v->vec = piece;
+            v->align = known_align(L, b, v->idx);
+            v->regs = tmp;
+            v->roff = toff + j;
+            ts_push(k, res, v);
+        }
+    } else {
         TExpr *oth = other ? other : (dtype_is_float(tmp->dt) ? tx_const_float(k, DT_F32, 0) : i32c(L, 0));
         int step = b->dt == DT_E2M1 ? 2 : 1;
         for (int j = 0; j < len; j += step) {
@@ -236,12 +244,11 @@ static void emit_side(LT *L, TStmt *out, bool load, Region *r, TExpr **idx, int 
                     TExpr *ri = i32c(L, toff + j + q);
                     ts_push_else(k, ie, ts_store(k, tmp, &ri, 1, tx_cvt(k, tmp->dt, oth, RND_DEFAULT)));
                 }
-                ts_push_else(k, i, ie);
+                ts_push(k, res, pj ? ie : v);
             } else {
-                ts_push_else(k, i, guard(L, pj, v));
+                ts_push(k, res, guard(L, pj, v));
             }
         }
-        res = i;
     }
     ts_push(k, out, load ? res : guard(L, store_pred, res));
 }
@@ -311,6 +318,49 @@ static void move_run(LT *L, TStmt *out, Region *src, Region *dst, TBuf *sfrag, T
     }
 }
 
+/* shared.T -> global: each thread moves V x V micro-tiles: V vector reads along the shared tile's
+ * rows, a transpose in registers, V vector writes along the global rows. Both sides stay
+ * vectorised; the tile's XOR swizzle (layout pass) keeps the V-row reads free of bank conflicts. */
+static TStmt *lower_transposing_copy(LT *L, TStmt *s, TStmt *out)
+{
+    TKernel *k = L->k;
+    Region *src = &s->src, *dst = &s->dst;
+    int es = dtype_storage_bytes(src->buf->dt);
+    int v = transpose_vec(es, src->extent[0], src->extent[1], k->nthreads);
+    int64_t grid[2] = {src->extent[0] / v, src->extent[1] / v};
+    Layout *lay = layout_default(k->arena, 2, grid, k->nthreads, 1, 0);
+    int64_t n = (int64_t)v * v;
+    TBuf *in = tir_buf(k, "tin", SC_LOCAL, src->buf->dt, 1, &n);
+    TBuf *tr = tir_buf(k, "tout", SC_LOCAL, src->buf->dt, 1, &n);
+    TExpr *tc0 = thread_coord(L, lay, 0), *tc1 = thread_coord(L, lay, 1);
+    TExpr *store_pred = leader_pred(L, lay);
+    for (int r = 0; r < lay->nregs; r++) {
+        TExpr *c0 = tx_bin(k, OP_MUL, tx_bin(k, OP_ADD, tc0, i32c(L, reg_coord(lay, r, 0))), i32c(L, v));
+        TExpr *c1 = tx_bin(k, OP_MUL, tx_bin(k, OP_ADD, tc1, i32c(L, reg_coord(lay, r, 1))), i32c(L, v));
+        /* reads: for each b, the run (c0 .. c0+v, c1 + b) is contiguous in the shared tile */
+        for (int b = 0; b < v; b++) {
+            TExpr *coord[2] = {c0, tx_bin(k, OP_ADD, c1, i32c(L, b))};
+            TExpr *idx[TL_MAX_RANK];
+            elem_index(L, src, coord, idx);
+            emit_side(L, out, true, src, idx, src->src_dim[0], v, in, b * v, NULL, NULL);
+        }
+        /* the transpose: tr[a * v + b] = in[b * v + a] */
+        for (int a = 0; a < v; a++)
+            for (int b = 0; b < v; b++) {
+                TExpr *ri = i32c(L, b * v + a), *wi = i32c(L, a * v + b);
+                ts_push(k, out, ts_store(k, tr, &wi, 1, tx_load(k, in, &ri, 1)));
+            }
+        /* writes: for each a, the run (c0 + a, c1 .. c1+v) is contiguous in the destination */
+        for (int a = 0; a < v; a++) {
+            TExpr *coord[2] = {tx_bin(k, OP_ADD, c0, i32c(L, a)), c1};
+            TExpr *idx[TL_MAX_RANK];
+            elem_index(L, dst, coord, idx);
+            emit_side(L, out, false, dst, idx, dst->src_dim[1], v, tr, a * v, NULL, store_pred);
+        }
+    }
+    return out;
+}
+
 static bool whole(const Region *r)
 {
     if (r->rank != r->buf->rank)
@@ -321,7 +371,7 @@ static bool whole(const Region *r)
     return true;
 }
 
-static TStmt *lower_copy(LT *L, TStmt *s)
+static TStmt *lower_copy_body(LT *L, TStmt *s)
 {
     TKernel *k = L->k;
     TStmt *out = ts_seq(k);
@@ -334,6 +384,10 @@ static TStmt *lower_copy(LT *L, TStmt *s)
         L->ok = false;
         return out;
     }
+    if (!sfrag && !dfrag && rank == 2 && src->buf->scope == SC_SHARED && dst->buf->scope == SC_GLOBAL &&
+        src->src_dim[1] != src->buf->rank - 1 && src->src_dim[0] == src->buf->rank - 1 &&
+        unit_stride(L, dst->buf, dst->src_dim[1]) && src->buf->dt == dst->buf->dt && src->buf->dt != DT_E2M1)
+        return lower_transposing_copy(L, s, out);
     const Layout *lay;
     if (dfrag)
         lay = dfrag->layout;
@@ -375,6 +429,24 @@ static TStmt *lower_copy(LT *L, TStmt *s)
         move_run(L, out, src, dst, sfrag, dfrag, r0, coord, rd, run, s->other, store_pred);
     }
     return out;
+}
+
+static TStmt *lower_copy(LT *L, TStmt *s)
+{
+    TKernel *k = L->k;
+    L->mode = COPY_FAST;
+    L->all_in = NULL;
+    TStmt *fast = lower_copy_body(L, s);
+    TExpr *all_in = L->all_in;
+    if (!all_in)
+        return fast;
+    L->mode = COPY_SAFE;
+    TStmt *safe = lower_copy_body(L, s);
+    L->mode = COPY_FAST;
+    TStmt *i = ts_if(k, all_in);
+    ts_push(k, i, fast);
+    ts_push_else(k, i, safe);
+    return i;
 }
 
 /* ---- fill ---- */
@@ -441,8 +513,6 @@ static TStmt *lower_reduce(LT *L, TStmt *s)
     TStmt *out = ts_seq(k);
     TBuf *src = s->src.buf, *dst = s->dst.buf;
     int group = s->group;
-    if (group > 0 && group == src->shape[s->dim])
-        group = 0;
     Layout *ref = layout_refine_for_reduce(k->arena, src->layout, s->dim, group);
     Layout *dl = dst->layout;
     if (!ref || !dl) {

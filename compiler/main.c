@@ -36,7 +36,10 @@ static int fail_usage(const char *msg, const char *arg)
     return 1;
 }
 
-int main(int argc, char **argv)
+/* The whole CLI lives in libtilec (tilec_cli_main), so that the tilec executable is tiny and
+ * shares the library's copy of LLVM. */
+int tilec_cli_main(int argc, char **argv);
+int tilec_cli_main(int argc, char **argv)
 {
     DriverOptions o;
     driver_options_init(&o);

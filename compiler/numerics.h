@@ -7,10 +7,10 @@
  *   uint8_t, an e2m1 code as the low 4 bits of a uint8_t, an e5m6 code as the low 12 bits of
  *   a uint16_t. Functions are pure (no state) except where a MUFU table is installed.
  * - "NaN" in an input means any NaN pattern, whatever its sign and payload.
- * - The GPU never produces a NaN with a payload from a conversion: every conversion that can
- *   make a NaN makes the canonical one named in its comment (f32 0x7FFFFFFF, f16 / bf16
- *   0x7FFF, fp8 0x7F). These choices follow the CUDA 13.0 headers' software fallbacks and the
- *   PTX ISA; tests/gpu/numerics/crosscheck.cu checks them against the hardware.
+ * - Conversions that can produce a NaN produce a canonical one, named in each comment (f32
+ *   0x7FFFFFFF, f16 / bf16 0x7FFF, fp8 0x7F); the one exception is bf16 -> f32, a plain
+ *   shift. These choices follow the PTX ISA and the CUDA 13.0 headers' software fallbacks
+ *   (cuda_fp16/bf16/fp8/fp4.hpp); tests/gpu/numerics/crosscheck.cu checks them on a GPU.
  * - Packed forms follow the PTX operand order: `cvt.*x2 d, a, b` puts a in the HIGH half
  *   (byte, nibble) of d and b in the LOW half.
  * - Arithmetic helpers (expf, the scale factor) use the host's float arithmetic, which must
@@ -24,6 +24,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#ifdef __cplusplus
+extern "C" {   /* the GPU test programs (CUDA C++) link numerics.c */
+#endif
 
 /* Rounding modes of `cvt`: .rn (nearest, ties to even), .rz (toward zero), .rm (toward -inf),
  * .rp (toward +inf). */
@@ -139,9 +143,10 @@ uint32_t tl_num_bf16x2_from_ue8m0x2(uint16_t a);
 /* f32 -> e5m6 code (12 bits, sign at bit 11), the spec's pseudo-RNE: h = f16 bits of x by
  * `cvt.rz.f16.f32`, c = h >> 4, c += 1 when (c & 1) + (bits(x) & 0x1FFFF) > 0x10000.
  * Exact RNE where the f16 result is normal, not RNE among f16 subnormals (reproduced on
- * purpose). Beyond the spec's range it follows the hardware RZ: |x| >= 65520 gives the code
- * of 65504 plus the carry rule (0x7BF or 0x7C0 = inf); NaN gives 0x7FF or 0x800 depending on
- * its low mantissa bits, as the kernel would. */
+ * purpose). Beyond the spec's range it follows the hardware RZ, which clamps |x| >= 65536 to
+ * 65504: those give 0x7BF, or 0x7C0 (inf) when bits(x) & 0x1FFFF >= 0x10000 (sign at bit
+ * 11); ±inf gives ±0x7C0; NaN gives 0x7FF or 0x800 depending on its low mantissa bits, as
+ * the kernel would. */
 uint16_t tl_num_f32_to_e5m6(uint32_t f);
 /* e5m6 -> f16 bits (code << 4) and -> f32 (then `cvt.f32.f16`, exact). */
 uint16_t tl_num_e5m6_to_f16(uint16_t code);
@@ -178,16 +183,17 @@ uint32_t tl_num_rsqrt_cr(uint32_t x);
  * interpolation are unknown here. Model: subnormal inputs -> ±0 -> 1.0; NaN -> 0x7FFFFFFF;
  * x >= 128 -> +inf; otherwise x is cut to a fixed-point value q = floor(x * 2^23) / 2^23,
  * split into q = i + f (i integer, 0 <= f < 1), and the result is 2^i * CR(2^f) with CR the
- * correctly rounded value; results below 2^-126 flush to +0. The real unit differs by about
- * ±2 ulp (tests/gpu/numerics/mufu_dump.cu measures the difference). */
+ * correctly rounded value; results below 2^-126 flush to +0. The real unit differs by a few
+ * ulp (about 2 at most; tests/gpu/numerics/mufu_dump.cu measures it). */
 uint32_t tl_num_ex2_approx_ftz_model(uint32_t x);
 /* MODEL of `rsqrt.approx.f32` (MUFU.RSQ, subnormal inputs honoured) and of
  * `rsqrt.approx.ftz.f32`: the correctly rounded 1/sqrt(x) (the ftz form first flushes
- * subnormal inputs to ±0). The hardware differs by about ±1-2 ulp. */
+ * subnormal inputs to ±0). The hardware differs by an ulp or so (mufu_dump measures it). */
 uint32_t tl_num_rsqrt_approx_model(uint32_t x, bool ftz);
 
-/* `ex2.approx.ftz.f32` and `rsqrt.approx{.ftz}.f32` as well as known: bit-exact once the
- * matching MUFU table is installed (tl_num_mufu_install), the model above otherwise. */
+/* `ex2.approx.ftz.f32` and `rsqrt.approx{.ftz}.f32` as well as known: the model above, or,
+ * once a table is installed (tl_num_mufu_install), the table's values — bit-exact for a table
+ * that mufu_dump wrote and verified on the hardware. */
 uint32_t tl_num_ex2_approx_ftz(uint32_t x);
 uint32_t tl_num_rsqrt_approx(uint32_t x, bool ftz);
 /* Whether tl_num_ex2_approx_ftz / tl_num_rsqrt_approx are backed by a measured table. */
@@ -233,5 +239,9 @@ void tl_num_mufu_uninstall(unsigned kind);
  * the size fits cap (call with out NULL / cap 0 to get the size). */
 size_t tl_num_mufu_encode(unsigned kind, unsigned index_bits, unsigned cut,
                           const int32_t *deltas, uint8_t *out, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

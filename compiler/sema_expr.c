@@ -932,6 +932,11 @@ static bool tile_ops_allowed(SemaCtx *s, Expr *e, const char *fname)
         diag_note(s->d, s->partial_loc, "some threads may have returned here");
         return false;
     }
+    if (s->loop_diverged) {
+        ERR(e->loc, "'%s' is a block-wide operation and cannot follow a thread-dependent 'break' or 'continue' in its loop", fname);
+        diag_note(s->d, s->partial_loc, "some threads may have left the loop here");
+        return false;
+    }
     return true;
 }
 
@@ -1893,8 +1898,7 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
     ptrvec_free(&s->marks);
     s->scope = saved_scope;
     s->marks = saved_marks;
-    e->varying = true; /* conservatively: the body may read thread state */
-    (void)varying;
+    e->varying = ok ? (varying || ic->ret_varying) : false;
     return ok ? ret : ty_error();
 }
 
@@ -1963,8 +1967,11 @@ Type *check_expr(SemaCtx *s, Expr *e, Type *expected)
     case EX_TERNARY: break;
     }
     e->type = t;
+    /* an untyped constant takes the type the context expects when it fits; if it does not, the
+     * caller's own check reports it once */
     if (expected && expected->kind == TY_SCALAR && (t->kind == TY_UNTYPED_INT || t->kind == TY_UNTYPED_FLOAT)) {
-        if (!(t->kind == TY_UNTYPED_FLOAT && dtype_is_int(expected->dt)) && expected->dt != DT_BOOL)
+        if (!(t->kind == TY_UNTYPED_FLOAT && dtype_is_int(expected->dt)) && expected->dt != DT_BOOL &&
+            dtype_kind(expected->dt) != DK_SCALE && cv_fits(e->cv, expected->dt))
             coerce(s, e, expected, "value");
     }
     return e->type;

@@ -27,6 +27,8 @@ typedef struct SemaCtx {
     Item *fn_item;
     bool fn_generic_check;    /* checking a fn body on its own */
     int fn_parallel_level;    /* parallel nesting where the inlined fn was called */
+    bool fn_ret_varying;      /* a value the inlined fn returns depends on the thread */
+    bool loop_diverged;       /* a thread-dependent break/continue in the current loop */
     int stmt_index;           /* index of the statement in the kernel body (require placement) */
 } SemaCtx;
 

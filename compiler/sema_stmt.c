@@ -362,12 +362,15 @@ static void check_for(SemaCtx *s, Stmt *st)
     st->names[0].sym = iv;
     scope_add(s, iv);
     s->loop_depth++;
+    bool saved_div = s->loop_diverged;
+    s->loop_diverged = false;
     int saved_lpl = s->loop_parallel_level;
     s->loop_parallel_level = s->parallel_level;
     Expr cond = {0};
     cond.varying = varying;
     cond.loc = st->lo->loc;
     with_cf(s, &cond, st->body);
+    s->loop_diverged = saved_div;
     s->loop_parallel_level = saved_lpl;
     s->loop_depth--;
     scope_pop(s);
@@ -377,9 +380,12 @@ static void check_while(SemaCtx *s, Stmt *st)
 {
     bool ok = cond_bool(s, st->e, "while");
     s->loop_depth++;
+    bool saved_div = s->loop_diverged;
+    s->loop_diverged = false;
     int saved_lpl = s->loop_parallel_level;
     s->loop_parallel_level = s->parallel_level;
     with_cf(s, ok ? st->e : NULL, st->body);
+    s->loop_diverged = saved_div;
     s->loop_parallel_level = saved_lpl;
     s->loop_depth--;
 }
@@ -460,6 +466,7 @@ static void check_return(SemaCtx *s, Stmt *st)
                 Type *t = check_expr(s, st->e->args.v[i], NULL);
                 if (!is_err(t))
                     coerce(s, st->e->args.v[i], s->fn_ret->elems[i], "return value");
+                s->fn_ret_varying |= st->e->args.v[i]->varying || s->varying_cf;
             }
             st->e->type = s->fn_ret;
             return;
@@ -471,6 +478,7 @@ static void check_return(SemaCtx *s, Stmt *st)
         Type *t = check_expr(s, st->e, s->fn_ret->kind == TY_SCALAR ? s->fn_ret : NULL);
         if (!is_err(t))
             coerce(s, st->e, s->fn_ret, "return value");
+        s->fn_ret_varying |= st->e->varying || s->varying_cf;
         return;
     }
     if (st->e) {
@@ -496,6 +504,10 @@ static bool only_signature_names(SemaCtx *s, Expr *e)
             ERR(e->loc, "a requirement may only use generic parameters, scalar parameters and tensor shapes; '%s' is not one", e->str);
             return false;
         }
+    }
+    if (e->kind == EX_NAME && (e->builtin == BI_LANE || e->builtin == BI_WARP)) {
+        ERR(e->loc, "a requirement is checked before launch and cannot use '%s'", e->str);
+        return false;
     }
     if (e->kind == EX_MEMBER && e->builtin) {
         ERR(e->loc, "a requirement is checked before launch and cannot use '%s.%s'", e->a->str, e->str);
@@ -556,6 +568,11 @@ static void check_stmt(SemaCtx *s, Stmt *st)
     case ST_RETURN: check_return(s, st); break;
     case ST_BREAK:
     case ST_CONTINUE:
+        if (s->loop_depth > 0 && s->varying_cf && !s->partial) {
+            /* threads that leave early make the rest of the loop body thread-dependent */
+            s->loop_diverged = true;
+            s->partial_loc = st->loc;
+        }
         if (s->loop_depth == 0)
             ERR(st->loc, "'%s' outside a loop", st->kind == ST_BREAK ? "break" : "continue");
         else if (s->parallel_level > s->loop_parallel_level && s->loop_depth > 0)
@@ -596,6 +613,8 @@ void check_body_inline(SemaCtx *s, InlineCall *ic, Expr *call)
     Item *saved_fn = s->fn_item;
     int saved_loops = s->loop_depth;
     int saved_pl = s->fn_parallel_level;
+    bool saved_rv = s->fn_ret_varying;
+    s->fn_ret_varying = false;
     s->fn_parallel_level = s->parallel_level;
     s->fn_ret = ic->ret;
     s->fn_item = ic->fn;
@@ -609,6 +628,8 @@ void check_body_inline(SemaCtx *s, InlineCall *ic, Expr *call)
     if (ic->ret->kind != TY_VOID && !is_err(ic->ret) && !always_returns(ic->body))
         ERR(ic->fn->name.loc, "fn '%s' must return a value on every path", ic->fn->name.s);
     s->inline_depth--;
+    ic->ret_varying = s->fn_ret_varying;
+    s->fn_ret_varying = saved_rv;
     s->fn_parallel_level = saved_pl;
     s->loop_depth = saved_loops;
     s->fn_ret = saved_ret;

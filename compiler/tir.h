@@ -45,7 +45,8 @@ struct TVar {
     DType dt;
     bool mutable_;
     int64_t div;      /* known power-of-two divisor of its value (alignment analysis), 1 if none */
-    void *cg;         /* codegen: the LLVM value or alloca */
+    void *cg;         /* codegen: the alloca holding it */
+    void *cg_val;     /* codegen: its SSA value (immutable variables) */
 };
 
 /* ---- buffers: global tensors, shared tiles, frags, per-thread arrays ---- */
@@ -72,6 +73,8 @@ struct TBuf {
     int64_t row_pad;              /* extra elements at the end of each innermost row */
     bool transposed_access;       /* read or written column-wise (padding pays) */
     bool scratch;                 /* compiler scratch: all scratch buffers share one region */
+    int swizzle;                  /* shared, rank >= 2: the 16-byte chunk of (row, col) is XORed with
+                                     (row / swizzle) % 8; 0 = no swizzle */
     /* after lowering: a frag becomes a register array of this buffer */
     TBuf *regs;
     void *cg;
@@ -278,6 +281,8 @@ bool pass_smem_plan(TKernel *k);     /* smem_plan.c: shared-memory offsets and p
 Layout *layout_default(Arena *a, int rank, const int64_t *shape, int nthreads, int vec, int threads_per_row);
 Layout *layout_reduce(Arena *a, const Layout *src, int dim, int group);
 Layout *layout_refine_for_reduce(Arena *a, const Layout *src, int dim, int group);
+/* elements per vector of a transposing copy through shared memory (micro-tiles V x V) */
+int transpose_vec(int elem_bytes, int64_t r0, int64_t r1, int nthreads);
 void layout_coord(const Layout *l, int t, int r, int64_t *coord);
 int layout_find_reg(const Layout *l, int t, const int64_t *coord);  /* -1 if thread t does not hold it */
 void layout_print(StrBuf *out, const Layout *l);

@@ -22,6 +22,7 @@ RefFmt REF_E2M1 = {.name = "e2m1", .ebits = 2, .mbits = 1, .bias = 1, .max_code 
               .nan_code = 0x7, .satfinite = true, .sign_shift = 3};
 
 static double UE8M0_VALS[256];   /* 255 values and one +inf pad */
+static int UE8M0_BIN_LO[256], UE8M0_BIN_HI[256];
 
 double ref_decode_mag(const RefFmt *f, int code)
 {
@@ -100,6 +101,12 @@ void ref_init(void)
     for (int b = 0; b < 255; b++)
         UE8M0_VALS[b] = ldexp(1.0, b - 127);
     UE8M0_VALS[255] = INFINITY;
+    for (int e = 0; e < 256; e++) {
+        double start = e == 0 ? 0.0 : ldexp(1.0, e - 127), end = ldexp(1.0, e - 126);
+        int lo = search_le(UE8M0_VALS, 256, start), hi = search_le(UE8M0_VALS, 256, nextafter(end, 0));
+        UE8M0_BIN_LO[e] = lo;                       /* -1: below the smallest value */
+        UE8M0_BIN_HI[e] = hi;
+    }
 }
 
 double ref_f32_value(uint32_t x)
@@ -169,7 +176,9 @@ void ref_ue8m0(uint32_t x, uint8_t out[4])
         out[1] = out[3] = 0xFE;
         return;
     }
-    int lo = search_le(UE8M0_VALS, 256, a);
+    int e = (int)((x >> 23) & 0xFF);
+    int lo = UE8M0_BIN_LO[e] < 0 ? (a >= UE8M0_VALS[0] ? 0 : -1)
+                                 : search_range(UE8M0_VALS, UE8M0_BIN_LO[e], UE8M0_BIN_HI[e], a);
     int rz = lo < 0 ? 0 : lo;
     int rp;
     if (lo < 0)

@@ -1,0 +1,50 @@
+"""Host overhead per call from Python: tilec's launch path (in-memory kernel hit, validation,
+launch) and whole API functions, next to a torch elementwise add on the same inputs.
+Measured as wall time per call over many asynchronous calls of a tiny problem."""
+import os
+import sys
+import time
+
+_root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.environ.get("TILEC_DIST", os.path.join(_root, "dist")), "python"))
+
+import torch  # noqa: E402
+
+import tilec  # noqa: E402
+from tilec import _runtime  # noqa: E402
+
+
+def per_call_us(fn, n=20000):
+    for _ in range(200):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / n * 1e6
+
+
+def main():
+    x = torch.randn((1, 64, 64), device="cuda").bfloat16()
+    out = torch.empty((1, 64, 64), device="cuda").bfloat16()
+    y = torch.randn((1, 64, 64), device="cuda").bfloat16()
+    tilec.transpose.batched_transpose(x)  # compile + load
+    k = _runtime.kernel("batched_transpose", ("T=bf16", "BX=64", "BY=64", "SA=8"))
+    s = _runtime.stream(x)
+    res = {
+        "torch.add (a + b)": per_call_us(lambda: torch.add(x, y)),
+        "torch.add(out=)": per_call_us(lambda: torch.add(x, y, out=out)),
+        "tilec kernel.launch (validation + launch)": per_call_us(lambda: k.launch(x, out, stream=s)),
+        "tilec transpose.batched_transpose (whole API)": per_call_us(lambda: tilec.transpose.batched_transpose(x)),
+    }
+    xq = torch.randn((4, 256), device="cuda").bfloat16()
+    tilec.quant.per_token_cast(xq, "e4m3", 128)
+    res["tilec quant.per_token_cast (whole API)"] = per_call_us(lambda: tilec.quant.per_token_cast(xq, "e4m3", 128))
+    for k2, v in res.items():
+        print(f"{k2:50s} {v:7.2f} us/call")
+
+
+if __name__ == "__main__":
+    main()

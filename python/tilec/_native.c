@@ -1,0 +1,475 @@
+/* _native.c — the Python binding of the tilec runtime (stable ABI, Python >= 3.11).
+ *
+ * Kept thin and fast: a launch converts its arguments (torch tensors read through data_ptr(),
+ * shape, stride() and dtype; ints; floats; None for an absent optional tensor; Arg views for
+ * reinterpreted storage) into tilec_rt_arg on the stack and calls tilec_rt_launch, which
+ * validates them against the kernel's signature. */
+#define Py_LIMITED_API 0x030B0000
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "tilec/runtime.h"
+
+#include <string.h>
+
+static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype;
+static PyObject *dtype_map; /* torch dtype -> int (tilec_rt_dtype) */
+static PyObject *LaunchError;
+
+/* ---------------- Runtime ---------------- */
+typedef struct {
+    PyObject_HEAD
+    tilec_rt *rt;
+} RuntimeObj;
+
+typedef struct {
+    PyObject_HEAD
+    tilec_rt_library *lib;
+    PyObject *runtime; /* keeps the runtime alive */
+} LibraryObj;
+
+typedef struct {
+    PyObject_HEAD
+    tilec_rt_kernel *k;
+    PyObject *library;
+    int nparams;
+} KernelObj;
+
+/* A tensor argument with explicit dtype/shape/strides (reinterpreted storage, e2m1 views). */
+typedef struct {
+    PyObject_HEAD
+    tilec_rt_tensor t;
+    PyObject *owner;
+} ArgObj;
+
+static PyTypeObject *RuntimeType, *LibraryType, *KernelType, *ArgType;
+
+static PyObject *rt_error(tilec_status s)
+{
+    PyObject *exc = (s == TILEC_ERROR_LAUNCH || s == TILEC_ERROR_INVALID_ARGUMENT) ? LaunchError : PyExc_RuntimeError;
+    PyErr_Format(exc, "%s", tilec_rt_last_error());
+    return NULL;
+}
+
+static PyObject *Runtime_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"cache_dir", "device", "opt_level", "memory_only", NULL};
+    const char *cache_dir = NULL;
+    int device = 0, opt = 3, memory_only = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ziip", kwlist, &cache_dir, &device, &opt, &memory_only))
+        return NULL;
+    tilec_rt_options o = tilec_rt_default_options();
+    o.cache_dir = cache_dir;
+    o.device = device;
+    o.opt_level = opt;
+    if (memory_only)
+        o.flags |= TILEC_RT_NO_DISK_CACHE;
+    tilec_rt *rt = NULL;
+    tilec_status s = tilec_rt_create(&o, &rt);
+    if (s != TILEC_OK)
+        return rt_error(s);
+    RuntimeObj *self = (RuntimeObj *)PyType_GenericAlloc(type, 0);
+    if (!self) {
+        tilec_rt_destroy(rt);
+        return NULL;
+    }
+    self->rt = rt;
+    return (PyObject *)self;
+}
+
+static void Runtime_dealloc(PyObject *o)
+{
+    RuntimeObj *self = (RuntimeObj *)o;
+    tilec_rt_destroy(self->rt);
+    PyTypeObject *tp = Py_TYPE(o);
+    freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    f(o);
+    Py_DECREF(tp);
+}
+
+static int str_list(PyObject *seq, const char ***out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!seq || seq == Py_None)
+        return 0;
+    PyObject *fast = PySequence_Tuple(seq);
+    if (!fast)
+        return -1;
+    Py_ssize_t len = PyTuple_Size(fast);
+    const char **v = PyMem_Malloc(sizeof(char *) * (size_t)(len + 1));
+    for (Py_ssize_t i = 0; i < len; i++) {
+        v[i] = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(fast, i), NULL);
+        if (!v[i]) {
+            PyMem_Free(v);
+            Py_DECREF(fast);
+            return -1;
+        }
+    }
+    *out = v;
+    *n = (int)len;
+    /* the strings live as long as the tuple: keep it alive in the caller's frame */
+    Py_DECREF(fast);
+    return 0;
+}
+
+static PyObject *Runtime_open(PyObject *o, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"source", "fatbin", "manifest", "include_dirs", "defines", NULL};
+    const char *source = NULL, *fatbin = NULL, *manifest = NULL;
+    PyObject *incs = NULL, *defs = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|zzzOO", kwlist, &source, &fatbin, &manifest, &incs, &defs))
+        return NULL;
+    tilec_rt_library_options lo;
+    memset(&lo, 0, sizeof lo);
+    lo.source = source;
+    lo.fatbin = fatbin;
+    lo.manifest = manifest;
+    const char **iv, **dv;
+    int ni, nd;
+    if (str_list(incs, &iv, &ni) < 0 || str_list(defs, &dv, &nd) < 0)
+        return NULL;
+    lo.include_dirs = iv;
+    lo.ninclude = ni;
+    lo.defines = dv;
+    lo.ndefines = nd;
+    tilec_rt_library *lib = NULL;
+    tilec_status s = tilec_rt_library_open(((RuntimeObj *)o)->rt, &lo, &lib);
+    PyMem_Free(iv);
+    PyMem_Free(dv);
+    if (s != TILEC_OK)
+        return rt_error(s);
+    LibraryObj *L = (LibraryObj *)PyType_GenericAlloc(LibraryType, 0);
+    if (!L) {
+        tilec_rt_library_close(lib);
+        return NULL;
+    }
+    L->lib = lib;
+    L->runtime = o;
+    Py_INCREF(o);
+    return (PyObject *)L;
+}
+
+static PyObject *Runtime_stats(PyObject *o, PyObject *unused)
+{
+    tilec_rt_stats st;
+    tilec_rt_get_stats(((RuntimeObj *)o)->rt, &st);
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K}", "memory_hits", (unsigned long long)st.memory_hits, "disk_hits",
+                         (unsigned long long)st.disk_hits, "aot_hits", (unsigned long long)st.aot_hits, "compiles",
+                         (unsigned long long)st.compiles, "disk_rejects", (unsigned long long)st.disk_rejects);
+}
+
+static PyObject *Runtime_cache_dir(PyObject *o, PyObject *unused)
+{
+    const char *d = tilec_rt_cache_dir(((RuntimeObj *)o)->rt);
+    if (!d)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(d);
+}
+
+static PyMethodDef Runtime_methods[] = {
+    {"open", (PyCFunction)(void (*)(void))Runtime_open, METH_VARARGS | METH_KEYWORDS,
+     "open(source=None, fatbin=None, manifest=None, include_dirs=None, defines=None) -> Library"},
+    {"stats", Runtime_stats, METH_NOARGS, "cache counters: memory_hits, disk_hits, aot_hits, compiles, disk_rejects"},
+    {"cache_dir", Runtime_cache_dir, METH_NOARGS, "the disk cache directory, or None"},
+    {NULL, NULL, 0, NULL}};
+
+static PyType_Slot Runtime_slots[] = {{Py_tp_new, Runtime_new},
+                                      {Py_tp_dealloc, Runtime_dealloc},
+                                      {Py_tp_methods, Runtime_methods},
+                                      {Py_tp_doc, "Runtime(cache_dir=None, device=0, opt_level=3, memory_only=False): "
+                                                  "a tilec runtime bound to the current CUDA context."},
+                                      {0, NULL}};
+static PyType_Spec Runtime_spec = {"tilec._native.Runtime", sizeof(RuntimeObj), 0, Py_TPFLAGS_DEFAULT, Runtime_slots};
+
+/* ---------------- Library ---------------- */
+static void Library_dealloc(PyObject *o)
+{
+    LibraryObj *self = (LibraryObj *)o;
+    tilec_rt_library_close(self->lib);
+    Py_XDECREF(self->runtime);
+    PyTypeObject *tp = Py_TYPE(o);
+    freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    f(o);
+    Py_DECREF(tp);
+}
+
+static PyObject *Library_kernel(PyObject *o, PyObject *args)
+{
+    const char *name;
+    PyObject *gens = NULL;
+    if (!PyArg_ParseTuple(args, "s|O", &name, &gens))
+        return NULL;
+    PyObject *tup = gens && gens != Py_None ? PySequence_Tuple(gens) : PyTuple_New(0);
+    if (!tup)
+        return NULL;
+    Py_ssize_t n = PyTuple_Size(tup);
+    const char *gv[64];
+    if (n > 64) {
+        Py_DECREF(tup);
+        PyErr_SetString(PyExc_ValueError, "at most 64 generic values");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        gv[i] = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(tup, i), NULL);
+        if (!gv[i]) {
+            Py_DECREF(tup);
+            return NULL;
+        }
+    }
+    tilec_rt_kernel *k = NULL;
+    tilec_status s;
+    Py_BEGIN_ALLOW_THREADS;
+    s = tilec_rt_get_kernel(((LibraryObj *)o)->lib, name, gv, (int)n, &k);
+    Py_END_ALLOW_THREADS;
+    Py_DECREF(tup);
+    if (s != TILEC_OK)
+        return rt_error(s);
+    KernelObj *K = (KernelObj *)PyType_GenericAlloc(KernelType, 0);
+    if (!K)
+        return NULL;
+    K->k = k;
+    K->nparams = tilec_rt_kernel_num_params(k);
+    K->library = o;
+    Py_INCREF(o);
+    return (PyObject *)K;
+}
+
+static PyMethodDef Library_methods[] = {
+    {"kernel", Library_kernel, METH_VARARGS, "kernel(name, generics=()) -> Kernel: a specialisation, compiled on a miss"},
+    {NULL, NULL, 0, NULL}};
+static PyType_Slot Library_slots[] = {{Py_tp_dealloc, Library_dealloc}, {Py_tp_methods, Library_methods}, {0, NULL}};
+static PyType_Spec Library_spec = {"tilec._native.Library", sizeof(LibraryObj), 0, Py_TPFLAGS_DEFAULT, Library_slots};
+
+/* ---------------- Kernel ---------------- */
+static void Kernel_dealloc(PyObject *o)
+{
+    Py_XDECREF(((KernelObj *)o)->library);
+    PyTypeObject *tp = Py_TYPE(o);
+    freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    f(o);
+    Py_DECREF(tp);
+}
+
+static int int_tuple(PyObject *t, int64_t *out, int max)
+{
+    Py_ssize_t n = PySequence_Size(t);
+    if (n < 0 || n > max)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PySequence_GetItem(t, i);
+        if (!x)
+            return -1;
+        out[i] = PyLong_AsLongLong(x);
+        Py_DECREF(x);
+        if (out[i] == -1 && PyErr_Occurred())
+            return -1;
+    }
+    return (int)n;
+}
+
+/* a torch tensor (or anything with data_ptr/shape/stride/dtype) */
+static int tensor_arg(PyObject *t, tilec_rt_arg *a, int index)
+{
+    PyObject *dt = PyObject_GetAttr(t, s_dtype);
+    if (!dt)
+        return -1;
+    PyObject *code = PyDict_GetItem(dtype_map, dt);
+    Py_DECREF(dt);
+    if (!code) {
+        PyErr_Format(LaunchError, "argument %d: unsupported tensor dtype", index);
+        return -1;
+    }
+    a->kind = TILEC_RT_ARG_TENSOR;
+    a->u.tensor.dtype = (tilec_rt_dtype)PyLong_AsLong(code);
+    PyObject *p = PyObject_CallMethodObjArgs(t, s_data_ptr, NULL);
+    if (!p)
+        return -1;
+    a->u.tensor.data = PyLong_AsVoidPtr(p);
+    Py_DECREF(p);
+    PyObject *shape = PyObject_GetAttr(t, s_shape);
+    if (!shape)
+        return -1;
+    int rank = int_tuple(shape, a->u.tensor.shape, TILEC_RT_MAX_RANK);
+    Py_DECREF(shape);
+    if (rank < 0) {
+        if (!PyErr_Occurred())
+            PyErr_Format(LaunchError, "argument %d: rank above %d", index, TILEC_RT_MAX_RANK);
+        return -1;
+    }
+    a->u.tensor.rank = rank;
+    PyObject *st = PyObject_CallMethodObjArgs(t, s_stride, NULL);
+    if (!st)
+        return -1;
+    int r2 = int_tuple(st, a->u.tensor.strides, TILEC_RT_MAX_RANK);
+    Py_DECREF(st);
+    return r2 < 0 ? -1 : 0;
+}
+
+static PyObject *Kernel_launch(PyObject *o, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    KernelObj *self = (KernelObj *)o;
+    tilec_rt_launch_options lo = {NULL, 0};
+    Py_ssize_t nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *name = PyTuple_GetItem(kwnames, i);
+        PyObject *v = args[nargs + i];
+        if (PyUnicode_CompareWithASCIIString(name, "stream") == 0) {
+            lo.stream = PyLong_AsVoidPtr(v);
+        } else if (PyUnicode_CompareWithASCIIString(name, "num_sms") == 0) {
+            lo.num_sms = (int)PyLong_AsLong(v);
+        } else {
+            PyErr_Format(PyExc_TypeError, "launch() got an unexpected keyword argument %U", name);
+            return NULL;
+        }
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    if (nargs > 64) {
+        PyErr_SetString(LaunchError, "at most 64 kernel arguments");
+        return NULL;
+    }
+    tilec_rt_arg a[64];
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *x = args[i];
+        if (x == Py_None) {
+            a[i] = tilec_rt_arg_absent();
+        } else if (PyObject_TypeCheck(x, ArgType)) {
+            a[i].kind = TILEC_RT_ARG_TENSOR;
+            a[i].u.tensor = ((ArgObj *)x)->t;
+        } else if (PyBool_Check(x)) {
+            a[i] = tilec_rt_arg_int(TILEC_RT_BOOL, x == Py_True);
+        } else if (PyLong_Check(x)) {
+            long long v = PyLong_AsLongLong(x);
+            if (v == -1 && PyErr_Occurred())
+                return NULL;
+            a[i] = tilec_rt_arg_int(TILEC_RT_I64, v);
+        } else if (PyFloat_Check(x)) {
+            a[i] = tilec_rt_arg_float(TILEC_RT_F64, PyFloat_AsDouble(x));
+        } else if (tensor_arg(x, &a[i], (int)i) < 0) {
+            return NULL;
+        }
+    }
+    tilec_status s = tilec_rt_launch(self->k, a, (int)nargs, &lo);
+    if (s != TILEC_OK)
+        return rt_error(s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Kernel_signature(PyObject *o, void *unused)
+{
+    return PyUnicode_FromString(tilec_rt_kernel_signature(((KernelObj *)o)->k));
+}
+
+static PyMethodDef Kernel_methods[] = {
+    {"launch", (PyCFunction)(void (*)(void))Kernel_launch, METH_FASTCALL | METH_KEYWORDS,
+     "launch(*args, stream=0, num_sms=0): check the arguments against the signature and launch"},
+    {NULL, NULL, 0, NULL}};
+static PyGetSetDef Kernel_getset[] = {{"signature", Kernel_signature, NULL, "the signature text", NULL}, {NULL}};
+static PyType_Slot Kernel_slots[] = {
+    {Py_tp_dealloc, Kernel_dealloc}, {Py_tp_methods, Kernel_methods}, {Py_tp_getset, Kernel_getset}, {0, NULL}};
+static PyType_Spec Kernel_spec = {"tilec._native.Kernel", sizeof(KernelObj), 0, Py_TPFLAGS_DEFAULT, Kernel_slots};
+
+/* ---------------- Arg (explicit tensor view) ---------------- */
+static PyObject *Arg_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"data_ptr", "dtype", "shape", "strides", "owner", NULL};
+    unsigned long long ptr;
+    const char *dtname;
+    PyObject *shape, *strides, *owner = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "KsOO|O", kwlist, &ptr, &dtname, &shape, &strides, &owner))
+        return NULL;
+    ArgObj *self = (ArgObj *)PyType_GenericAlloc(type, 0);
+    if (!self)
+        return NULL;
+    tilec_rt_dtype dt;
+    if (tilec_rt_dtype_from_name(dtname, &dt) != TILEC_OK) {
+        Py_DECREF(self);
+        PyErr_Format(PyExc_ValueError, "unknown dtype '%s'", dtname);
+        return NULL;
+    }
+    self->t.data = (void *)(uintptr_t)ptr;
+    self->t.dtype = dt;
+    int r = int_tuple(shape, self->t.shape, TILEC_RT_MAX_RANK);
+    int r2 = int_tuple(strides, self->t.strides, TILEC_RT_MAX_RANK);
+    if (r < 0 || r2 != r) {
+        Py_DECREF(self);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "shape and strides must be sequences of the same length (at most 8)");
+        return NULL;
+    }
+    self->t.rank = r;
+    self->owner = owner;
+    Py_INCREF(owner);
+    return (PyObject *)self;
+}
+
+static void Arg_dealloc(PyObject *o)
+{
+    Py_XDECREF(((ArgObj *)o)->owner);
+    PyTypeObject *tp = Py_TYPE(o);
+    freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    f(o);
+    Py_DECREF(tp);
+}
+
+static PyType_Slot Arg_slots[] = {{Py_tp_new, Arg_new},
+                                  {Py_tp_dealloc, Arg_dealloc},
+                                  {Py_tp_doc, "Arg(data_ptr, dtype, shape, strides, owner=None): a tensor argument "
+                                              "with an explicit element type, shape and strides (in elements)"},
+                                  {0, NULL}};
+static PyType_Spec Arg_spec = {"tilec._native.Arg", sizeof(ArgObj), 0, Py_TPFLAGS_DEFAULT, Arg_slots};
+
+/* ---------------- module ---------------- */
+static PyObject *set_dtype(PyObject *mod, PyObject *args)
+{
+    PyObject *torch_dtype;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "Os", &torch_dtype, &name))
+        return NULL;
+    tilec_rt_dtype dt;
+    if (tilec_rt_dtype_from_name(name, &dt) != TILEC_OK) {
+        PyErr_Format(PyExc_ValueError, "unknown dtype '%s'", name);
+        return NULL;
+    }
+    PyObject *v = PyLong_FromLong((long)dt);
+    int rc = PyDict_SetItem(dtype_map, torch_dtype, v);
+    Py_DECREF(v);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"register_dtype", set_dtype, METH_VARARGS, "register_dtype(torch_dtype, name): map a torch dtype to a tilec dtype"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native", "tilec runtime binding", -1, module_methods,
+                                       NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__native(void);
+PyMODINIT_FUNC PyInit__native(void)
+{
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m)
+        return NULL;
+    s_data_ptr = PyUnicode_InternFromString("data_ptr");
+    s_shape = PyUnicode_InternFromString("shape");
+    s_stride = PyUnicode_InternFromString("stride");
+    s_dtype = PyUnicode_InternFromString("dtype");
+    dtype_map = PyDict_New();
+    LaunchError = PyErr_NewException("tilec._native.LaunchError", PyExc_ValueError, NULL);
+    RuntimeType = (PyTypeObject *)PyType_FromSpec(&Runtime_spec);
+    LibraryType = (PyTypeObject *)PyType_FromSpec(&Library_spec);
+    KernelType = (PyTypeObject *)PyType_FromSpec(&Kernel_spec);
+    ArgType = (PyTypeObject *)PyType_FromSpec(&Arg_spec);
+    if (!RuntimeType || !LibraryType || !KernelType || !ArgType || !dtype_map || !LaunchError)
+        return NULL;
+    PyModule_AddObject(m, "Runtime", (PyObject *)RuntimeType);
+    PyModule_AddObject(m, "Library", (PyObject *)LibraryType);
+    PyModule_AddObject(m, "Kernel", (PyObject *)KernelType);
+    PyModule_AddObject(m, "Arg", (PyObject *)ArgType);
+    PyModule_AddObject(m, "LaunchError", LaunchError);
+    Py_INCREF(LaunchError);
+    return m;
+}

@@ -1,0 +1,64 @@
+"""Test helpers (``tile_kernels.testing``): exact comparison, relative difference, rounding
+bias, byte counts, and clearing unused packed scale bytes."""
+import math
+
+import torch
+
+__all__ = ["assert_equal", "calc_diff", "check_bias", "count_bytes", "clear_unused_sf"]
+
+
+def assert_equal(x: torch.Tensor, y: torch.Tensor, check_dtype=True, check_shape=True, check_stride=True):
+    """Same dtype, shape, strides (unless empty), device, and identical bytes."""
+    if check_dtype:
+        assert x.dtype == y.dtype, f"dtype {x.dtype} != {y.dtype}"
+    if check_shape:
+        assert x.shape == y.shape, f"shape {tuple(x.shape)} != {tuple(y.shape)}"
+    if check_stride and x.numel() > 0:
+        assert x.stride() == y.stride(), f"stride {x.stride()} != {y.stride()}"
+    assert x.device == y.device, f"device {x.device} != {y.device}"
+    a = x.contiguous().flatten().view(torch.uint8)
+    b = y.contiguous().flatten().view(torch.uint8)
+    if not torch.equal(a, b):
+        bad = (a != b).nonzero()
+        raise AssertionError(f"{bad.numel()} of {a.numel()} bytes differ; first at byte {bad[0].item()}: "
+                             f"{a[bad[0]].item():#04x} != {b[bad[0]].item():#04x}")
+
+
+def calc_diff(x: torch.Tensor, y: torch.Tensor) -> float:
+    """1 - 2 sum(xy) / (sum(x^2) + sum(y^2)) in float64; 0 when both are zero."""
+    x, y = x.double(), y.double()
+    den = (x * x + y * y).sum()
+    if den == 0:
+        return 0.0
+    return float(1 - 2 * (x * y).sum() / den)
+
+
+def check_bias(x: torch.Tensor, ref: torch.Tensor):
+    """The share of values below the reference (ties count half) is 0.5 within 10/sqrt(n)."""
+    n = x.numel()
+    if n == 0:
+        return
+    below = (x < ref).sum().item() + (x == ref).sum().item() / 2
+    assert abs(below / n - 0.5) < 10 / math.sqrt(n), f"biased rounding: {below / n:.4f} below the reference"
+
+
+def count_bytes(*tensors) -> int:
+    """Sum of numel * element size over tensors, tuples and lists; None skipped."""
+    total = 0
+    for t in tensors:
+        if t is None:
+            continue
+        if isinstance(t, (tuple, list)):
+            total += count_bytes(*t)
+        else:
+            total += t.numel() * t.element_size()
+    return total
+
+
+def clear_unused_sf(sf: torch.Tensor, hidden: int, num_per_channels: int) -> torch.Tensor:
+    """Packed UE8M0 sf as (rows, align(cdiv(hidden, n), 4)) bytes with the pad bytes zeroed."""
+    nk = (hidden + num_per_channels - 1) // num_per_channels
+    width = (nk + 3) // 4 * 4
+    b = sf.contiguous().flatten().view(torch.uint8).view(-1, width).clone()
+    b[:, nk:] = 0
+    return b

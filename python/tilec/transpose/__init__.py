@@ -1,0 +1,95 @@
+"""Transposes (TileKernels ``tile_kernels.transpose``): bit copies for element types of 1, 2 or
+4 bytes, through tiles in shared memory."""
+import torch
+
+from .. import _runtime
+
+__all__ = ["transpose", "batched_transpose"]
+
+# the kernel is generic over the element's width only: any dtype is moved as raw bits
+_BITS_AS = {1: (torch.uint8, "u8"), 2: (torch.bfloat16, "bf16"), 4: (torch.float32, "f32")}
+
+
+def _pow2_divisor(v: int, cap: int) -> int:
+    d = 1
+    while d < cap and v % (d * 2) == 0:
+        d *= 2
+    return d
+
+
+_NAMES = {torch.uint8: "u8", torch.int8: "i8", torch.bfloat16: "bf16", torch.float16: "f16", torch.int16: "i16",
+          torch.float32: "f32", torch.int32: "i32"}
+for _attr, _name in (("float8_e4m3fn", "e4m3"), ("float8_e5m2", "e5m2")):
+    if hasattr(torch, _attr) and getattr(torch, _attr) not in _NAMES:
+        _NAMES[getattr(torch, _attr)] = _name
+_kernels = {}
+
+
+def _tile(es, M, N):
+    """Tile rows x columns: 32 KiB tiles (128 x 128 bf16, 256 x 128 bytes, 64 x 128 f32), smaller
+    where the extents need it."""
+    bx = {1: 256, 2: 128, 4: 64}[es]
+    by = 128
+    while M % bx:
+        bx //= 2
+    while N % by:
+        by //= 2
+    return bx, by
+
+
+def _kernel(dtype, es, M, N, sa):
+    """(kernel, whether x must be viewed as raw bits) for one configuration, cached."""
+    bx, by = _tile(es, M, N)
+    key = (dtype, bx, by, sa)
+    entry = _kernels.get(key)
+    if entry is None:
+        # the kernel copies bits: dtypes the language lacks travel as unsigned integers of their width
+        tname = _NAMES.get(dtype) or _BITS_AS[es][1]
+        k = _runtime.kernel("batched_transpose", (f"T={tname}", f"BX={bx}", f"BY={by}", f"SA={sa}"))
+        entry = _kernels[key] = (k, dtype not in _NAMES)
+    return entry
+
+
+def batched_transpose(x: torch.Tensor) -> torch.Tensor:
+    """Returns a new contiguous ``(B, N, M)`` tensor with ``out[b, j, i] = x[b, i, j]``.
+
+    ``x`` is 3-D ``(B, M, N)`` with ``M % 64 == 0``, ``N % 64 == 0``, unit stride along N and a
+    row stride that is a multiple of 4 elements; any 1-, 2- or 4-byte dtype. Empty inputs return
+    an empty result without launching.
+    """
+    if x.dim() != 3:
+        raise ValueError(f"batched_transpose: x must be 3-D (B, M, N), got {x.dim()}-D")
+    B, M, N = x.shape
+    out = torch.empty((B, N, M), dtype=x.dtype, device=x.device)
+    if B == 0 or M == 0 or N == 0:
+        return out
+    es = x.element_size()
+    if es not in _BITS_AS:
+        raise ValueError(f"batched_transpose: x must have 1-, 2- or 4-byte elements, got {x.dtype}")
+    if M % 64 or N % 64:
+        raise ValueError(f"batched_transpose: x's dimensions 1 and 2 must be multiples of 64, got {M} and {N}")
+    sb, sm, sn = x.stride()
+    if sn != 1:
+        raise ValueError(f"batched_transpose: x must have unit stride along its last dimension, got {sn}")
+    if sm % 4:
+        raise ValueError(f"batched_transpose: x's row stride must be a multiple of 4, got {sm}")
+    _runtime.require_device(x, "batched_transpose")
+    vec = 16 // es
+    sa = _pow2_divisor(sm, vec) if B == 1 else min(_pow2_divisor(sm, vec), _pow2_divisor(sb, vec))
+    k, as_bits = _kernel(x.dtype, es, M, N, sa)
+    if as_bits:
+        x, ov = x.view(_BITS_AS[es][0]), out.view(_BITS_AS[es][0])
+    else:
+        ov = out
+    k.launch(x, ov, stream=_runtime.stream(x))
+    return out
+
+
+def transpose(x: torch.Tensor) -> torch.Tensor:
+    """Returns a new contiguous ``(N, M)`` tensor with ``out[j, i] = x[i, j]``; ``x`` is 2-D with
+    the requirements of :func:`batched_transpose` (row strides other than N are allowed)."""
+    if x.dim() != 2:
+        raise ValueError(f"transpose: x must be 2-D (M, N), got {x.dim()}-D")
+    if x.size(0) == 0 or x.size(1) == 0:
+        return torch.empty((x.size(1), x.size(0)), dtype=x.dtype, device=x.device)
+    return batched_transpose(x.unsqueeze(0))[0]
