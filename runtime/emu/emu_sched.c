@@ -6,6 +6,7 @@
  * not exited, nothing can ever wake them: that is a deadlock, reported with what every thread
  * of the block is doing, instead of a hang. */
 #include "emu_internal.h"
+#include "numerics.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -537,6 +538,37 @@ static long env_long(const char *name, long dflt)
     return v;
 }
 
+/* TILEC_EMU_MUFU=FILE[:FILE]: the measured MUFU tables, installed once per process */
+static pthread_once_t mufu_once = PTHREAD_ONCE_INIT;
+static char mufu_error[512];
+
+static void mufu_install(void)
+{
+    const char *env = getenv("TILEC_EMU_MUFU");
+    if (!env || !*env)
+        return;
+    char *list = strdup(env);
+    for (char *path = list ? strtok(list, ":") : NULL; path; path = strtok(NULL, ":")) {
+        FILE *f = fopen(path, "rb");
+        void *blob = NULL;
+        long n = -1;
+        if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+            (blob = malloc((size_t)n)) && fread(blob, 1, (size_t)n, f) == (size_t)n) {
+            char err[256];
+            if (tl_num_mufu_install(blob, (size_t)n, err, sizeof err) != 0)
+                snprintf(mufu_error, sizeof mufu_error, "TILEC_EMU_MUFU: %s: %s", path, err);
+        } else {
+            snprintf(mufu_error, sizeof mufu_error, "TILEC_EMU_MUFU: cannot read '%s'", path);
+        }
+        free(blob);
+        if (f)
+            fclose(f);
+        if (mufu_error[0])
+            break;
+    }
+    free(list);
+}
+
 static void set_err(char *err, size_t cap, const char *msg)
 {
     if (err && cap) {
@@ -561,6 +593,11 @@ tl_emu_status tl_emu_launch(const tl_emu_kernel *k, void **params, const tl_emu_
     }
     if (cfg->smem > ((size_t)1 << 30)) {
         set_err(err, errcap, "tl_emu_launch: more than 1 GiB of shared memory per block");
+        return TL_EMU_ERROR_INVALID;
+    }
+    pthread_once(&mufu_once, mufu_install);
+    if (mufu_error[0]) {
+        set_err(err, errcap, mufu_error);
         return TL_EMU_ERROR_INVALID;
     }
     uint64_t nblocks = (uint64_t)cfg->grid[0] * cfg->grid[1] * cfg->grid[2];

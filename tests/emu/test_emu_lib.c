@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HAS(s, sub) EH_CHECK(strstr((s), (sub)) != NULL, "the message lacks \"%s\":\n%s", (sub), (s))
 
@@ -31,6 +32,33 @@ static tl_emu_status launch(void (*fn)(void **), void **params, unsigned grid, u
     tl_emu_status st = tl_emu_launch(k, params, &cfg, &o, err, cap);
     tl_emu_kernel_free(k);
     return st;
+}
+
+/* ---- MUFU tables: TILEC_EMU_MUFU installs them at the first launch ---- */
+
+static void k_nop(void **p) { (void)p; }
+
+static void test_mufu_table(void)
+{
+    int32_t deltas[1 << 10] = {0}; /* a table that says "correctly rounded": enough to see it used */
+    size_t n = tl_num_mufu_encode(1, 10, 0, deltas, NULL, 0);
+    uint8_t *blob = malloc(n);
+    char path[] = "/tmp/tilec-emu-mufu-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    EH_CHECK(blob && tl_num_mufu_encode(1, 10, 0, deltas, blob, n) == n && f && fwrite(blob, 1, n, f) == n,
+             "writing a MUFU table");
+    if (f)
+        fclose(f);
+    free(blob);
+    setenv("TILEC_EMU_MUFU", path, 1);
+    EH_CHECK(!tl_num_ex2_is_exact(), "an ex2 table before any launch");
+    char err[256];
+    tl_emu_status st = launch(k_nop, NULL, 1, 32, 0, 0, 0, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK && tl_num_ex2_is_exact(), "TILEC_EMU_MUFU: %s", err);
+    unsetenv("TILEC_EMU_MUFU");
+    unlink(path);
+    tl_num_mufu_uninstall(1);
 }
 
 /* ---- grid sync ---- */
@@ -395,6 +423,7 @@ static void bench_switch(void)
 
 int main(void)
 {
+    test_mufu_table();
     test_grid_sync();
     test_deadlock_mixed();
     test_warp_sync_race();
