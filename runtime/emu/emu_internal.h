@@ -8,6 +8,7 @@
 #include "tl_emu_abi.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -181,6 +182,14 @@ uint64_t emu_warp_op(EmuFiber *f, int op, uint32_t mode, uint32_t mask, uint64_t
                      uint32_t site);
 void emu_warp_lane_exit(EmuFiber *f);
 const char *emu_warp_op_name(int op, int mode);
+
+/* ---- memory faults in kernel code (emu_fault.c) ---- */
+/* Installs the fault handler while at least one launch runs (process-wide, reference counted). */
+void emu_fault_enter(void);
+void emu_fault_leave(void);
+/* An alternate signal stack for the calling worker thread, and back. */
+bool emu_altstack_push(void **mem, stack_t *old);
+void emu_altstack_pop(void *mem, const stack_t *old);
 
 /* ---- racecheck (emu_race.c) ---- */
 void emu_race_access(EmuFiber *f, uint64_t offset, uint32_t size, uint32_t kind, uint32_t site);

@@ -501,6 +501,9 @@ static void *worker_main(void *arg)
      * the calling program set */
     unsigned csr = _mm_getcsr();
     _mm_setcsr(0x1F80);
+    void *alt = NULL;
+    stack_t old_alt;
+    emu_altstack_push(&alt, &old_alt); /* without one a stack overflow kills the process */
     emu_tls = w;
     int resident = L->cfg.cooperative ? (int)L->nblocks : 1;
     if (!worker_alloc(w, resident)) {
@@ -518,6 +521,7 @@ static void *worker_main(void *arg)
     }
     worker_free(w);
     emu_tls = NULL;
+    emu_altstack_pop(alt, &old_alt);
     _mm_setcsr(csr);
     return NULL;
 }
@@ -645,6 +649,7 @@ tl_emu_status tl_emu_launch(const tl_emu_kernel *k, void **params, const tl_emu_
         set_err(err, errcap, "tl_emu_launch: out of memory");
         return TL_EMU_ERROR_SYSTEM;
     }
+    emu_fault_enter();
     int started = 0;
     for (int i = 1; i < L.workers; i++) {
         ws[i].L = &L;
@@ -659,6 +664,7 @@ tl_emu_status tl_emu_launch(const tl_emu_kernel *k, void **params, const tl_emu_
     emu_tls = outer;
     for (int i = 1; i <= started; i++)
         pthread_join(ws[i].thread, NULL);
+    emu_fault_leave();
     free(ws);
 
     tl_emu_status s = L.status;

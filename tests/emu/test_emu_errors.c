@@ -65,6 +65,12 @@ static const char *src =
     "    if thread.x == 31 {\n"
     "        printf(\"done\\n\");\n"
     "    }\n"
+    "}\n"
+    "\n"
+    "kernel wild(addr: u64[N], out: f32[N]) grid(1) threads(32)\n"               /* line 59 */
+    "{\n"
+    "    let v = view<f32>(addr[0], [32]);\n"
+    "    out[thread.x] = v[thread.x];\n"
     "}\n";
 
 static bool compile(const char *kernel, EhKernel *k)
@@ -245,6 +251,28 @@ static void test_printf(void)
     eh_free(&k);
 }
 
+static void test_wild_access(void)
+{
+    EhKernel k;
+    if (!compile("wild", &k))
+        return;
+    float data[32], out[32];
+    for (int i = 0; i < 32; i++)
+        data[i] = (float)i;
+    uint64_t addr[32] = {16};
+    int64_t n[1] = {32};
+    EhArg a[2] = {eh_tensor(addr, 1, n, NULL), eh_tensor(out, 1, n, NULL)};
+    char err[1024];
+    tl_emu_status st = eh_run(&k, a, 2, NULL, err, sizeof err);
+    EH_CHECK(st == TL_EMU_ERROR_MEMORY, "wild access: status %s: %s", tl_emu_status_name(st), err);
+    HAS(err, "kernel wild<>, block (0,0,0), thread 0: invalid memory access at address 0x10 (segmentation fault)");
+    /* the process is intact and the next launch works */
+    addr[0] = (uint64_t)(uintptr_t)data;
+    st = eh_run(&k, a, 2, NULL, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK && out[31] == 31.0f, "after a fault: %s", err);
+    eh_free(&k);
+}
+
 int main(void)
 {
     test_deadlock();
@@ -254,5 +282,6 @@ int main(void)
     test_trap();
     test_assert();
     test_printf();
+    test_wild_access();
     return eh_finish("emu_errors");
 }

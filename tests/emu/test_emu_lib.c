@@ -397,6 +397,32 @@ static void test_minmax(void)
              "saturate");
 }
 
+/* ---- stack overflow ---- */
+
+static int deep(int n)
+{
+    volatile char buf[4096];
+    buf[0] = (char)n;
+    return n ? deep(n - 1) + buf[0] : 0;
+}
+
+static void k_overflow(void **p)
+{
+    (void)p;
+    if (tid() == 3)
+        deep(1000); /* 4 MB of frames */
+}
+
+static void test_stack_overflow(void)
+{
+    char err[512];
+    tl_emu_status st = launch(k_overflow, NULL, 1, 32, 0, 0, 0, err, sizeof err);
+    EH_CHECK(st == TL_EMU_ERROR_MEMORY, "stack overflow: %s: %s", tl_emu_status_name(st), err);
+    HAS(err, "kernel ckernel, block (0,0,0), thread 3: stack overflow");
+    st = launch(k_nothing, NULL, 2, 64, 0, 0, 0, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK, "a launch after a stack overflow: %s", err);
+}
+
 /* ---- fiber switch cost ---- */
 
 static void k_barriers(void **p)
@@ -434,6 +460,7 @@ int main(void)
     test_cvt();
     test_fma_rm();
     test_minmax();
+    test_stack_overflow();
     bench_switch();
     return eh_finish("emu_lib");
 }
