@@ -287,10 +287,68 @@ static void test_atomics(void)
     eh_free(&k);
 }
 
+/* FP4: the software encoder codegen writes for sm_90a and the cvt.e2m1x2 instructions of
+ * sm_100a must both give the PTX semantics (numerics library), packed even-low */
+static const char *fp4_src = "kernel fp4(x: f32[16, 64], q: e2m1[16, 64], back: f32[16, 64]) grid(1) threads(128)\n"
+                             "{\n"
+                             "    frag f: f32[16, 64];\n"
+                             "    copy(x, f);\n"
+                             "    copy(f, q);\n"
+                             "    sync_threads();\n"
+                             "    frag g: f32[16, 64];\n"
+                             "    copy(q, g);\n"
+                             "    copy(g, back);\n"
+                             "}\n";
+
+static void test_fp4(int sm)
+{
+    tilec_program *p = NULL;
+    tilec_program_from_string("fp4.tl", fp4_src, NULL, &p);
+    tilec_target t = {sm, 3, 1};
+    tilec_artifact *a = NULL;
+    if (tilec_compile(p, "fp4", NULL, 0, &t, &a) != TILEC_OK) {
+        EH_CHECK(0, "fp4 for sm_%d: %s", sm, tilec_program_diagnostics(p));
+        tilec_program_destroy(p);
+        return;
+    }
+    char err[512];
+    tl_emu_kernel *k = NULL;
+    tl_emu_status st = tl_emu_kernel_load(a->object, a->object_size, a->entry, "fp4", &k, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK, "loading fp4: %s", err);
+    static float x[16 * 64], back[16 * 64];
+    static uint8_t q[16 * 32];
+    uint64_t seed = 31 + (uint64_t)sm;
+    static const uint32_t sp[] = {0x3E800000, 0x3F400000, 0x3FA00000, 0x3FE00000, 0x40200000, 0x40600000,
+                                  0x40A00000, 0x40E00000, 0x7FC00000, 0xFF800000, 0x80000001, 0xBE000000};
+    for (int i = 0; i < 16 * 64; i++)
+        x[i] = i < 12 ? tl_num_float(sp[i]) : eh_randn(&seed) * 3.0f;
+    void *px = x, *pq = q, *pb = back;
+    int32_t r = 16, c = 64;
+    int64_t s0 = 64, s1 = 1;
+    void *params[15] = {&px, &r, &c, &s0, &s1, &pq, &r, &c, &s0, &s1, &pb, &r, &c, &s0, &s1};
+    tl_emu_launch_config cfg = {{1, 1, 1}, 128, 0, 0};
+    tl_emu_options o = {.workers = 1, .racecheck = 1};
+    if (st == TL_EMU_OK)
+        st = tl_emu_launch(k, params, &cfg, &o, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK, "fp4 sm_%d: %s", sm, err);
+    for (int i = 0; i < 16 * 64 && st == TL_EMU_OK; i += 2) {
+        uint8_t lo = tl_num_f32_to_e2m1(tl_num_bits(x[i])), hi = tl_num_f32_to_e2m1(tl_num_bits(x[i + 1]));
+        EH_CHECK(q[i / 2] == tl_num_e2m1_pack(lo, hi), "sm_%d e2m1 of %a, %a: 0x%02x, want 0x%02x", sm, x[i], x[i + 1],
+                 q[i / 2], tl_num_e2m1_pack(lo, hi));
+        EH_CHECK(tl_num_bits(back[i]) == tl_num_e2m1_to_f32(lo) && tl_num_bits(back[i + 1]) == tl_num_e2m1_to_f32(hi),
+                 "sm_%d e2m1 decode at %d", sm, i);
+    }
+    tl_emu_kernel_free(k);
+    tilec_artifact_destroy(a);
+    tilec_program_destroy(p);
+}
+
 int main(void)
 {
     test_conversions();
     test_integers();
     test_atomics();
+    test_fp4(90);
+    test_fp4(100);
     return eh_finish("emu_numerics");
 }
