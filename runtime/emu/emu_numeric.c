@@ -22,12 +22,6 @@ static inline double f64_of(uint64_t u)
     memcpy(&d, &u, 8);
     return d;
 }
-static inline uint64_t bits64_of(double d)
-{
-    uint64_t u;
-    memcpy(&u, &d, 8);
-    return u;
-}
 
 /* ---- rounding an exact value into a binary floating-point format ---- */
 
