@@ -79,3 +79,41 @@ void emu_stacks_release(EmuStacks *s)
         munmap(s->base, s->each * s->count);
     memset(s, 0, sizeof *s);
 }
+
+/* Stacks outlive launches: mapping them, placing the guard pages and faulting their first pages
+ * in again cost more than a small launch itself (7 ms for a block of 1024 threads). A few sets
+ * are kept for the next launches. */
+enum { POOL = 8 };
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static EmuStacks pool[POOL];
+
+bool emu_stacks_get(EmuStacks *s, size_t count, size_t size)
+{
+    size = (size + 4095) & ~(size_t)4095;
+    pthread_mutex_lock(&pool_lock);
+    int best = -1;
+    for (int i = 0; i < POOL; i++)
+        if (pool[i].base && pool[i].count >= count && emu_stack_size(&pool[i]) == size &&
+            (best < 0 || pool[i].count < pool[best].count))
+            best = i;
+    if (best >= 0) {
+        *s = pool[best];
+        memset(&pool[best], 0, sizeof pool[best]);
+    }
+    pthread_mutex_unlock(&pool_lock);
+    return best >= 0 || emu_stacks_reserve(s, count, size);
+}
+
+void emu_stacks_put(EmuStacks *s)
+{
+    if (!s->base)
+        return;
+    pthread_mutex_lock(&pool_lock);
+    for (int i = 0; i < POOL && s->base; i++)
+        if (!pool[i].base && s->count <= 16384) { /* the huge sets of cooperative launches go back */
+            pool[i] = *s;
+            memset(s, 0, sizeof *s);
+        }
+    pthread_mutex_unlock(&pool_lock);
+    emu_stacks_release(s);
+}

@@ -62,6 +62,9 @@ void emu_ctx_switch(void **save, void *to);
 void *emu_stack_init(char *lo, size_t size, void (*entry)(void));
 bool emu_stacks_reserve(EmuStacks *s, size_t count, size_t size);
 void emu_stacks_release(EmuStacks *s);
+/* From / back to a process-wide pool of stack sets kept between launches. */
+bool emu_stacks_get(EmuStacks *s, size_t count, size_t size);
+void emu_stacks_put(EmuStacks *s);
 static inline char *emu_stack_lo(const EmuStacks *s, size_t i) { return s->base + i * s->each + (s->guards ? 4096 : 0); }
 static inline size_t emu_stack_size(const EmuStacks *s) { return s->each - (s->guards ? 4096 : 0); }
 

@@ -479,7 +479,7 @@ static bool worker_alloc(EmuWorker *w, int resident)
     if (!w->blocks || !w->fibers || !w->warps || !w->ready || (L->cfg.smem && !w->smem) ||
         (L->cfg.smem && L->racecheck && !w->shadow))
         return false;
-    return emu_stacks_reserve(&w->stacks, nf, L->stack_size);
+    return emu_stacks_get(&w->stacks, nf, L->stack_size);
 }
 
 static void worker_free(EmuWorker *w)
@@ -490,7 +490,7 @@ static void worker_free(EmuWorker *w)
     free(w->ready);
     free(w->smem);
     free(w->shadow);
-    emu_stacks_release(&w->stacks);
+    emu_stacks_put(&w->stacks);
 }
 
 static void *worker_main(void *arg)
@@ -618,9 +618,13 @@ tl_emu_status tl_emu_launch(const tl_emu_kernel *k, void **params, const tl_emu_
     L.nblocks = nblocks;
     long nw = o.workers > 0 ? o.workers : env_long("TILEC_EMU_THREADS", 0);
     if (nw <= 0) {
+        /* a thread costs more to start than a few thousand GPU threads take to run */
         nw = sysconf(_SC_NPROCESSORS_ONLN);
         if (nw > 8)
             nw = 8;
+        uint64_t enough = (nblocks * cfg->block + 4095) / 4096;
+        if ((uint64_t)nw > enough)
+            nw = (long)enough;
     }
     if (nw < 1)
         nw = 1;

@@ -49,7 +49,8 @@ void *tl_emu_kernel_symbol(const tl_emu_kernel *k, const char *symbol);
 
 typedef struct tl_emu_options {
     /* OS threads that run blocks in parallel; 0: $TILEC_EMU_THREADS, else the number of CPUs
-     * (at most 8). Cooperative launches always run on one thread. */
+     * (at most 8, and one per 4096 GPU threads of the grid). Cooperative launches always run
+     * on one thread. */
     int workers;
     /* shared-memory race detection: -1: $TILEC_EMU_RACECHECK (0 or 1; default 1), 0 off, 1 on */
     int racecheck;
