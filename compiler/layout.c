@@ -378,6 +378,9 @@ static void visit(LayoutPass *P, TStmt *s)
 bool pass_layout(TKernel *k)
 {
     LayoutPass P = {k, true};
+    /* gemm operands need the tensor-core fragment layouts, whatever touches them first */
+    if (!gemm_assign_layouts(k))
+        P.ok = false;
     visit(&P, k->body);
     /* frags never defined by a tile op still need one (e.g. written in a parallel loop first) */
     for (int i = 0; i < k->nbufs; i++)
@@ -386,7 +389,7 @@ bool pass_layout(TKernel *k)
     /* shared tiles read or written column-wise get a padded row against bank conflicts */
     for (int i = 0; i < k->nbufs; i++) {
         TBuf *b = k->bufs[i];
-        if (b->scope == SC_SHARED && b->transposed_access && b->rank >= 2) {
+        if (b->scope == SC_SHARED && b->transposed_access && b->rank >= 2 && !b->row_pad) {
             int es = dtype_storage_bytes(b->dt);
             b->row_pad = es >= 4 ? 1 : 4 / es; /* one 32-bit word */
         }
