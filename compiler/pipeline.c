@@ -431,90 +431,161 @@ static void sync_elem(TKernel *k, TStmt *out, const Region *src, TExpr **gidx, T
     ts_push(k, out, i);
 }
 
-/* Emits the copy `c` (source re-evaluated by S) into stage `stage` of D. Returns false if some
- * piece had to be synchronous. */
-static bool emit_copy(PL *P, TStmt *out, const TStmt *c, Subst *S, TExpr *stage)
-{
-    TKernel *k = P->k;
-    Region src = c->src, dst = c->dst;
-    for (int d = 0; d < src.buf->rank; d++)
-        src.start[d] = subst(S, src.start[d]);
-    for (int d = 0; d < dst.buf->rank; d++)
-        dst.start[d] = subst(S, dst.start[d]);
-    TBuf *D = dst.buf;
-    int rank = src.rank;
-    int es = dtype_storage_bytes(D->dt);
-    int64_t shape[TL_MAX_RANK];
-    for (int i = 0; i < rank; i++)
-        shape[i] = src.extent[i];
-    Layout *lay = layout_default(k->arena, rank, shape, k->nthreads, 16 / es, 0);
+/* One way of splitting a copy into pieces. assume_aligned: take the global tile's start and
+ * row strides as multiples of 16 bytes (a run-time test guards that version). */
+typedef struct Split {
+    TKernel *k;
+    Region src, dst;
+    TBuf *D;
+    TExpr *stage;
+    const Layout *lay;
     TExpr *tc[TL_MAX_RANK];
-    for (int i = 0; i < rank; i++)
-        tc[i] = thread_coord(k, lay, i);
+    int es, rd, gd, run;
+} Split;
+
+static TStmt *split_copy(Split *X, bool assume_aligned, bool *async_all, int64_t *smallest)
+{
+    TKernel *k = X->k;
+    const Layout *lay = X->lay;
+    int es = X->es, rd = X->rd, gd = X->gd, run = X->run;
+    TBuf *D = X->D;
     TStmt *body = ts_seq(k);
-    int rd = rank - 1;
-    int gd = src.src_dim[rd];
-    bool async_all = true;
-    bool contiguous = unit_inner(k, src.buf, gd) && unit_inner(k, D, dst.src_dim[rd] + 1);
-    int run = contiguous ? lay->vec : 1;
+    *async_all = true;
+    *smallest = 16;
     for (int r0 = 0; r0 < lay->nregs; r0 += lay->vec) {
         for (int e0 = 0; e0 < lay->vec; e0 += run) {
             TExpr *gidx[TL_MAX_RANK], *sidx[TL_MAX_RANK + 1];
-            for (int d = 0; d < src.buf->rank; d++)
-                gidx[d] = src.start[d];
-            sidx[0] = stage;
+            for (int d = 0; d < X->src.buf->rank; d++)
+                gidx[d] = X->src.start[d];
+            sidx[0] = X->stage;
             for (int d = 0; d < D->rank - 1; d++)
-                sidx[d + 1] = dst.start[d];
-            for (int i = 0; i < rank; i++) {
-                TExpr *co = tx_bin(k, OP_ADD, tc[i], ic(k, reg_coord(lay, r0, i) + (i == rd ? e0 : 0)));
-                gidx[src.src_dim[i]] = tx_bin(k, OP_ADD, src.start[src.src_dim[i]], co);
-                sidx[dst.src_dim[i] + 1] = tx_bin(k, OP_ADD, dst.start[dst.src_dim[i]], co);
+                sidx[d + 1] = X->dst.start[d];
+            TExpr *co_rd = NULL;
+            for (int i = 0; i < X->src.rank; i++) {
+                TExpr *co = tx_bin(k, OP_ADD, X->tc[i], ic(k, reg_coord(lay, r0, i) + (i == rd ? e0 : 0)));
+                if (i == rd)
+                    co_rd = co;
+                gidx[X->src.src_dim[i]] = tx_bin(k, OP_ADD, X->src.start[X->src.src_dim[i]], co);
+                sidx[X->dst.src_dim[i] + 1] = tx_bin(k, OP_ADD, X->dst.start[X->dst.src_dim[i]], co);
             }
             /* the largest piece both addresses are aligned to, 16 bytes at most */
             int64_t piece = (int64_t)run * es;
-            int64_t al = known_align(k, src.buf, gidx), as = known_align(k, D, sidx);
+            int64_t al = known_align(k, X->src.buf, gidx), as = known_align(k, D, sidx);
+            if (assume_aligned)
+                al = gcd64(16, es * tir_known_div(k, co_rd));
             while (piece > es && (piece > 16 || al % piece || as % piece))
                 piece /= 2;
             if (piece < 4 || al % piece || as % piece) {
-                async_all = false;
+                *async_all = false;
+                *smallest = 0;
                 for (int j = 0; j < run; j++) {
                     TExpr *g2[TL_MAX_RANK], *s2[TL_MAX_RANK + 1];
                     memcpy(g2, gidx, sizeof gidx);
                     memcpy(s2, sidx, sizeof sidx);
                     g2[gd] = tx_bin(k, OP_ADD, gidx[gd], ic(k, j));
-                    s2[dst.src_dim[rd] + 1] = tx_bin(k, OP_ADD, sidx[dst.src_dim[rd] + 1], ic(k, j));
-                    sync_elem(k, body, &src, g2, D, s2);
+                    s2[X->dst.src_dim[rd] + 1] = tx_bin(k, OP_ADD, sidx[X->dst.src_dim[rd] + 1], ic(k, j));
+                    sync_elem(k, body, &X->src, g2, D, s2);
                 }
                 continue;
             }
+            if (piece < *smallest)
+                *smallest = piece;
             int per = (int)(piece / es);
             for (int j = 0; j < run; j += per) {
                 TExpr *g2[TL_MAX_RANK], *s2[TL_MAX_RANK + 1];
                 memcpy(g2, gidx, sizeof gidx);
                 memcpy(s2, sidx, sizeof sidx);
                 g2[gd] = tx_bin(k, OP_ADD, gidx[gd], ic(k, j));
-                s2[dst.src_dim[rd] + 1] = tx_bin(k, OP_ADD, sidx[dst.src_dim[rd] + 1], ic(k, j));
+                s2[X->dst.src_dim[rd] + 1] = tx_bin(k, OP_ADD, sidx[X->dst.src_dim[rd] + 1], ic(k, j));
                 /* bytes inside the tensor: elements left in the run's row, if the other dims are in */
                 TExpr *n;
                 int64_t iv, ext;
-                if (tx_is_const(g2[gd], &iv) && tx_is_const(src.buf->gdim[gd], &ext) && iv >= 0 && iv + per <= ext) {
+                if (tx_is_const(g2[gd], &iv) && tx_is_const(X->src.buf->gdim[gd], &ext) && iv >= 0 && iv + per <= ext) {
                     n = ic(k, piece);
                 } else {
-                    TExpr *left = tx_bin(k, OP_SUB, src.buf->gdim[gd], g2[gd]);
+                    TExpr *left = tx_bin(k, OP_SUB, X->src.buf->gdim[gd], g2[gd]);
                     TExpr *a1[2] = {left, ic(k, 0)};
                     TExpr *lo = tx_call(k, BI_MAX, DT_I32, a1, 2);
                     TExpr *a2[2] = {lo, ic(k, per)};
                     n = tx_bin(k, OP_MUL, tx_call(k, BI_MIN, DT_I32, a2, 2), ic(k, es));
                 }
-                TExpr *in = inside(k, &src, g2, gd);
+                TExpr *in = inside(k, &X->src, g2, gd);
                 if (in)
                     n = tx_select(k, in, n, ic(k, 0));
-                cp_async(k, body, (int)piece, addr(k, D, s2), addr(k, src.buf, g2), n);
+                cp_async(k, body, (int)piece, addr(k, D, s2), addr(k, X->src.buf, g2), n);
             }
         }
     }
+    return body;
+}
+
+/* Is the global tile 16-byte aligned at run time: its first element and its row strides? */
+static TExpr *aligned_at_run_time(Split *X)
+{
+    TKernel *k = X->k;
+    const Region *r = &X->src;
+    int64_t v = 16 / X->es;
+    TExpr *lin = tx_const_int(k, DT_I64, 0);
+    TExpr *cond = NULL;
+    for (int d = 0; d < r->buf->rank; d++) {
+        TExpr *st = r->buf->gstride[d];
+        lin = tx_bin(k, OP_ADD, lin, tx_bin(k, OP_MUL, tx_cast_int(k, r->start[d], DT_I64), st));
+        bool in_region = false;
+        for (int i = 0; i < r->rank; i++)
+            in_region |= r->src_dim[i] == d;
+        if (!in_region || d == X->gd || tir_known_div(k, st) % v == 0)
+            continue;
+        TExpr *c = tx_bin(k, OP_EQ, tx_bin(k, OP_MOD, st, tx_const_int(k, DT_I64, v)), tx_const_int(k, DT_I64, 0));
+        cond = cond ? tx_bin(k, OP_LAND, cond, c) : c;
+    }
+    TExpr *c = tx_bin(k, OP_EQ, tx_bin(k, OP_MOD, lin, tx_const_int(k, DT_I64, v)), tx_const_int(k, DT_I64, 0));
+    return cond ? tx_bin(k, OP_LAND, cond, c) : c;
+}
+
+/* Emits the copy `c` (source re-evaluated by S) into stage `stage` of D: cp.async pieces as
+ * large as the proven alignment allows, and, when a 16-byte alignment of the global tile is
+ * merely unknown, a second version for it behind a run-time test (uniform over the block).
+ * Returns false if the version that is sure to be taken for some inputs is partly synchronous. */
+static bool emit_copy(PL *P, TStmt *out, const TStmt *c, Subst *S, TExpr *stage)
+{
+    TKernel *k = P->k;
+    Split X = {0};
+    X.k = k;
+    X.src = c->src;
+    X.dst = c->dst;
+    for (int d = 0; d < X.src.buf->rank; d++)
+        X.src.start[d] = subst(S, X.src.start[d]);
+    for (int d = 0; d < X.dst.buf->rank; d++)
+        X.dst.start[d] = subst(S, X.dst.start[d]);
+    X.D = X.dst.buf;
+    X.stage = stage;
+    X.es = dtype_storage_bytes(X.D->dt);
+    int64_t shape[TL_MAX_RANK];
+    for (int i = 0; i < X.src.rank; i++)
+        shape[i] = X.src.extent[i];
+    Layout *lay = layout_default(k->arena, X.src.rank, shape, k->nthreads, 16 / X.es, 0);
+    X.lay = lay;
+    for (int i = 0; i < X.src.rank; i++)
+        X.tc[i] = thread_coord(k, lay, i);
+    X.rd = X.src.rank - 1;
+    X.gd = X.src.src_dim[X.rd];
+    bool contiguous = unit_inner(k, X.src.buf, X.gd) && unit_inner(k, X.D, X.dst.src_dim[X.rd] + 1);
+    X.run = contiguous ? lay->vec : 1;
+    bool async_sure, async_opt;
+    int64_t small_sure, small_opt;
+    TStmt *sure = split_copy(&X, false, &async_sure, &small_sure);
+    TStmt *body = sure;
+    if (contiguous && X.src.buf->align >= 16) {
+        TStmt *opt = split_copy(&X, true, &async_opt, &small_opt);
+        if (small_opt > small_sure) {
+            body = ts_if(k, aligned_at_run_time(&X));
+            ts_push(k, body, opt);
+            ts_push_else(k, body, sure);
+            async_sure = async_opt;
+        }
+    }
     push_guarded(k, out, leader(k, lay), body);
-    return async_all;
+    return async_sure;
 }
 
 /* ---- the loop ---- */
@@ -586,6 +657,8 @@ static void pipeline_loop(PL *P, TStmt *loop, TStmt *parent_out)
         D->shape[0] = n;
         D->rank++;
     }
+    /* no thread may still read a stage buffer from an earlier run of this loop (an outer loop) */
+    ts_push(k, parent_out, ts_barrier(k));
     /* prologue: iterations 0 .. n-2 into stages 0 .. n-2 */
     for (int p = 0; p + 1 < n; p++) {
         TExpr *ivp = tx_bin(k, OP_ADD, tx_var(k, lo), tx_bin(k, OP_MUL, tx_var(k, st), tx_const_int(k, it, p)));
@@ -594,8 +667,8 @@ static void pipeline_loop(PL *P, TStmt *loop, TStmt *parent_out)
             Subst S = {k, loop, async_idx[j], ivp, NULL};
             if (!emit_copy(P, g, loop->body[async_idx[j]], &S, ic(k, p)) && p == 0)
                 diag_warning(k->diag, loop->body[async_idx[j]]->loc,
-                             "this pipelined copy is partly synchronous: the alignment of its rows is not known to allow "
-                             "cp.async of 4 bytes or more (a 'require' on the extents or strides can tell)");
+                             "this pipelined copy is partly synchronous: its elements are not laid out in runs of 4 "
+                             "aligned bytes or more, which cp.async needs");
         }
         ts_push(k, parent_out, g);
         TStmt *commit = ts_new(k, TS_INTRIN, loop->loc);
