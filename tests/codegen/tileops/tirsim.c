@@ -191,7 +191,13 @@ static bool mem_put(DType dt, uint8_t *p, V v)
     }
     case DT_E4M3:
     case DT_E5M2:
-        return false; /* the cases never store fp8 from arithmetic */
+        /* only values that came from fp8 memory are stored back: find their code */
+        for (int c = 0; c < 256; c++)
+            if ((dt == DT_E4M3 ? decode_e4m3((uint8_t)c) : decode_e5m2((uint8_t)c)) == v.f) {
+                *p = (uint8_t)c;
+                return true;
+            }
+        return false;
     default: memcpy(p, &v.i, (size_t)dtype_storage_bytes(dt)); return true;
     }
 }
@@ -1197,14 +1203,20 @@ static void report(const char *what, bool ok, const char *detail)
     printf("%s %s%s%s\n", ok ? "ok  " : "FAIL", what, detail ? ": " : "", detail ? detail : "");
 }
 
-static uint16_t bf16_of(int v) { return f32_to_bf16((float)v); }
-
-static uint8_t e4m3_of(int v)
+/* a small integer as an operand element (exact in every operand type for |v| <= 4) */
+static void put_operand(DType dt, uint8_t *p, int v)
 {
-    for (int c = 0; c < 256; c++)
-        if (decode_e4m3((uint8_t)c) == v)
-            return (uint8_t)c;
-    return 0;
+    if (dt == DT_E4M3 || dt == DT_E5M2) {
+        for (int c = 0; c < 256; c++)
+            if ((dt == DT_E4M3 ? decode_e4m3((uint8_t)c) : decode_e5m2((uint8_t)c)) == v) {
+                *p = (uint8_t)c;
+                return;
+            }
+        return;
+    }
+    V x;
+    x.f = v;
+    mem_put(dt, p, x);
 }
 
 /* C (M x N, f32) = A (M x K) @ B, B given as K x N (b_nk = false) or N x K; inputs small integers */
@@ -1224,30 +1236,12 @@ static void gemm_case(const char *file, const char *kernel, const char **gen, in
     for (int m = 0; m < M; m++)
         for (int kk = 0; kk < K; kk++) {
             int64_t at = a_km ? (int64_t)kk * M + m : (int64_t)m * K + kk;
-            int v = (int)A[m * K + kk];
-            if (dt == DT_BF16) {
-                uint16_t h = bf16_of(v);
-                memcpy(ad + at * 2, &h, 2);
-            } else if (dt == DT_F32) {
-                float f = (float)v;
-                memcpy(ad + at * 4, &f, 4);
-            } else {
-                ad[at] = e4m3_of(v);
-            }
+            put_operand(dt, ad + at * es, (int)A[m * K + kk]);
         }
     for (int kk = 0; kk < K; kk++)
         for (int n = 0; n < N; n++) {
             int64_t at = b_nk ? (int64_t)n * K + kk : (int64_t)kk * N + n;
-            int v = (int)B[kk * N + n];
-            if (dt == DT_BF16) {
-                uint16_t h = bf16_of(v);
-                memcpy(bd + at * 2, &h, 2);
-            } else if (dt == DT_F32) {
-                float f = (float)v;
-                memcpy(bd + at * 4, &f, 4);
-            } else {
-                bd[at] = e4m3_of(v);
-            }
+            put_operand(dt, bd + at * es, (int)B[kk * N + n]);
         }
     Arg args[3] = {{dt, 2, {a_km ? K : M, a_km ? M : K}, ad}, {dt, 2, {b_nk ? N : K, b_nk ? K : N}, bd}, {cdt, 2, {M, N}, cd}};
     char what[256];
@@ -1392,8 +1386,12 @@ int main(int argc, char **argv)
     gemm_case("gemm_tf32.tl", "gemm_tf32_nt", s2, 1, DT_F32, false, true, 32, 24, 512, 32, 32, DT_F32);
     gemm_case("gemm_tf32.tl", "gemm_tf32_nt", s1, 1, DT_F32, false, true, 64, 32, 96, 32, 32, DT_F32);
     gemm_case("gemm_tf32.tl", "gemm_tf32_tn", NULL, 0, DT_F32, true, false, 64, 64, 64, 32, 32, DT_F32);
-    /* fp8 e4m3, K-major operands */
+    gemm_case("gemm_tf32.tl", "gemm_tf32_k256", NULL, 0, DT_F32, false, true, 40, 48, 600, 32, 24, DT_F32);
+    /* f16 with both operands transposed: ldmatrix.trans for A, ldmatrix for B */
+    gemm_case("gemm_bf16.tl", "gemm_f16_tt", NULL, 0, DT_F16, true, true, 64, 128, 96, 64, 64, DT_F32);
+    /* fp8: K-major operands (ldmatrix), and e5m2 with an N-major B (element loads) */
     gemm_case("gemm_fp8.tl", "gemm_e4m3", s2, 1, DT_E4M3, false, true, 64, 64, 128, 64, 64, DT_F32);
+    gemm_case("gemm_fp8.tl", "gemm_e5m2_nn", NULL, 0, DT_E5M2, false, false, 64, 32, 128, 32, 32, DT_F32);
     /* frag operands, and a parallel loop and reduction over the accumulator */
     gemm_case("gemm_frag.tl", "gemm_frag", NULL, 0, DT_BF16, false, false, 32, 32, 64, 32, 32, DT_F32);
     gemm_case("gemm_frag.tl", "gemm_small", NULL, 0, DT_BF16, false, false, 16, 8, 16, 16, 8, DT_F32);
