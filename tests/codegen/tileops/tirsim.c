@@ -252,8 +252,8 @@ static V convert(DType from, DType to, V v)
 }
 
 /* ---- addresses ----
- * An address is space << 48 | byte offset: space 1 + p for tensor parameter p, 0xFFFF for shared. */
-#define SHARED_SPACE 0xFFFFll
+ * An address is space << 48 | byte offset: space 1 + p for tensor parameter p, 0x7FFF for shared. */
+#define SHARED_SPACE 0x7FFFll
 
 static int64_t elem_lin(Sim *S, const TBuf *b, const int64_t *idx)
 {
@@ -287,7 +287,7 @@ static int64_t elem_addr(Sim *S, const TBuf *b, const int64_t *idx)
 
 static uint8_t *resolve(Sim *S, int64_t addr, int bytes)
 {
-    int64_t space = (addr >> 48) & 0xFFFF, off = addr & ((1ll << 48) - 1);
+    int64_t space = (addr >> 48) & 0x7FFF, off = addr & ((1ll << 48) - 1);
     if (space == SHARED_SPACE) {
         if (off < 0 || off + bytes > S->smem_size) {
             fail(S, "shared access at byte %lld (+%d) outside the %lld bytes of shared memory", (long long)off, bytes,
@@ -775,7 +775,7 @@ static void sim_ldmatrix(Sim *S, int num, bool trans, V *addr, const bool *m, V 
             uint16_t mat[8][8];
             for (int r = 0; r < 8; r++) {
                 int64_t a = addr[w + 8 * i + r].i;
-                if (((a >> 48) & 0xFFFF) != SHARED_SPACE || a % 16) {
+                if (((a >> 48) & 0x7FFF) != SHARED_SPACE || a % 16) {
                     fail(S, "ldmatrix row address %llx is not a 16-byte aligned shared address", (unsigned long long)a);
                     return;
                 }
