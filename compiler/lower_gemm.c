@@ -307,15 +307,15 @@ bool gemm_assign_layouts(TKernel *k) { return assign_in(k, k->body->body, k->bod
 
 /* ---- lowering ---- */
 
-typedef struct G {
+typedef struct GemmLowering {
     TKernel *k;
     const TStmt *s;
     Plan p;
     TStmt *out;
-    TVar *g, *t, *lane8, *lanerow;  /* lane / 4, lane % 4, lane / 8, lane % 8 */
+    TVar *grp, *tig, *lane8, *lanerow;  /* lane / 4 (groupID), lane % 4, lane / 8, lane % 8 */
     TVar *m0, *n0;                  /* the warp's first row of C and first column */
     TBuf *areg, *breg;              /* packed operands of one k step */
-} G;
+} GemmLowering;
 
 static TBuf *frag_regs(TKernel *k, TBuf *f)
 {
@@ -332,10 +332,10 @@ static TExpr *reg(TKernel *k, TBuf *regs, int64_t i)
     return tx_load(k, regs, &x, 1);
 }
 
-static TVar *let(G *G_, const char *name, TExpr *e)
+static TVar *let(GemmLowering *L, const char *name, TExpr *e)
 {
-    TVar *v = tir_var(G_->k, name, DT_I32, false);
-    ts_push(G_->k, G_->out, ts_decl(G_->k, v, e));
+    TVar *v = tir_var(L->k, name, DT_I32, false);
+    ts_push(L->k, L->out, ts_decl(L->k, v, e));
     return v;
 }
 
@@ -359,26 +359,26 @@ static TExpr *addr_of(TKernel *k, TBuf *b, TExpr **idx)
 
 /* Can the rows that ldmatrix reads from this region start on 16-byte boundaries? The in-tile
  * offsets the lowering adds along the contiguous dim are multiples of 16 bytes already. */
-static bool ldmatrix_aligned(const G *G_, const Region *r)
+static bool ldmatrix_aligned(const GemmLowering *L, const Region *r)
 {
     const TBuf *b = r->buf;
     int last = b->rank - 1;
-    int es = G_->p.es;
+    int es = L->p.es;
     if (((b->shape[last] + b->row_pad) * es) % 16)
         return false;
-    return (tir_known_div(G_->k, r->start[last]) * es) % 16 == 0;
+    return (tir_known_div(L->k, r->start[last]) * es) % 16 == 0;
 }
 
-static void intrin(G *G_, int id, int64_t ival, TExpr **args, int nargs, TExpr **outs, int nouts)
+static void intrin(GemmLowering *L, int id, int64_t ival, TExpr **args, int nargs, TExpr **outs, int nouts)
 {
-    TKernel *k = G_->k;
-    TStmt *st = ts_new(k, TS_INTRIN, G_->s->loc);
+    TKernel *k = L->k;
+    TStmt *st = ts_new(k, TS_INTRIN, L->s->loc);
     st->e = tx_call(k, id, DT_NONE, args, nargs);
     st->e->ival = ival;
     st->idx = ARENA_ARRAY(k->arena, TExpr *, nouts ? nouts : 1);
     memcpy(st->idx, outs, sizeof(TExpr *) * (size_t)nouts);
     st->nidx = nouts;
-    ts_push(k, G_->out, st);
+    ts_push(k, L->out, st);
 }
 
 /* one packed register from E elements x[0..E) */
@@ -390,22 +390,22 @@ static TExpr *pack(TKernel *k, TExpr **x, int E)
 }
 
 /* A registers of k step at k0 (run-time expression) into areg[4 mi + q] */
-static void load_a(G *G_, TExpr *k0)
+static void load_a(GemmLowering *L, TExpr *k0)
 {
-    TKernel *k = G_->k;
-    const Plan *p = &G_->p;
-    const Region *r = &G_->s->src;
+    TKernel *k = L->k;
+    const Plan *p = &L->p;
+    const Region *r = &L->s->src;
     ReadKind rk = read_kind(p, r->buf, p->ak, p->am);
-    if (rk != RD_ELEMENTS && !ldmatrix_aligned(G_, r))
+    if (rk != RD_ELEMENTS && !ldmatrix_aligned(L, r))
         rk = RD_ELEMENTS;
     for (int mi = 0; mi < p->mi; mi++) {
-        TExpr *mbase = add(k, tx_var(k, G_->m0), ic(k, 16 * mi));
+        TExpr *mbase = add(k, tx_var(k, L->m0), ic(k, 16 * mi));
         TExpr *outs[4];
         for (int q = 0; q < 4; q++)
-            outs[q] = reg(k, G_->areg, 4 * mi + q);
+            outs[q] = reg(k, L->areg, 4 * mi + q);
         if (rk != RD_ELEMENTS) {
             /* lane l gives row l % 8 of matrix q = l / 8, which holds register q */
-            TExpr *q = tx_var(k, G_->lane8), *row = tx_var(k, G_->lanerow);
+            TExpr *q = tx_var(k, L->lane8), *row = tx_var(k, L->lanerow);
             TExpr *m, *kk;
             TExpr *qlo = tx_bin(k, OP_BAND, q, ic(k, 1)), *qhi = tx_bin(k, OP_SHR, q, ic(k, 1));
             if (rk == RD_LDMATRIX) { /* rows are M, 16 bytes of K each */
@@ -418,41 +418,41 @@ static void load_a(G *G_, TExpr *k0)
             TExpr *idx[TL_MAX_RANK];
             elem_idx(k, r, p->am, m, p->ak, kk, idx);
             TExpr *ad = addr_of(k, r->buf, idx);
-            intrin(G_, TI_LDMATRIX, (4 << 1) | (rk == RD_LDMATRIX_TRANS), &ad, 1, outs, 4);
+            intrin(L, TI_LDMATRIX, (4 << 1) | (rk == RD_LDMATRIX_TRANS), &ad, 1, outs, 4);
             continue;
         }
         for (int q = 0; q < 4; q++) {
             TExpr *x[4];
             for (int j = 0; j < p->E; j++) {
-                TExpr *m = add(k, mbase, add(k, tx_var(k, G_->g), ic(k, 8 * (q & 1))));
-                TExpr *kk = add(k, k0, add(k, mul(k, tx_var(k, G_->t), p->E), ic(k, j + 4 * p->E * (q >> 1))));
+                TExpr *m = add(k, mbase, add(k, tx_var(k, L->grp), ic(k, 8 * (q & 1))));
+                TExpr *kk = add(k, k0, add(k, mul(k, tx_var(k, L->tig), p->E), ic(k, j + 4 * p->E * (q >> 1))));
                 TExpr *idx[TL_MAX_RANK];
                 elem_idx(k, r, p->am, m, p->ak, kk, idx);
                 x[j] = tx_load(k, r->buf, idx, r->buf->rank);
             }
             TExpr *ri = ic(k, 4 * mi + q);
-            ts_push(k, G_->out, ts_store(k, G_->areg, &ri, 1, pack(k, x, p->E)));
+            ts_push(k, L->out, ts_store(k, L->areg, &ri, 1, pack(k, x, p->E)));
         }
     }
 }
 
 /* B registers of k step at k0 into breg[2 ni + q] */
-static void load_b(G *G_, TExpr *k0)
+static void load_b(GemmLowering *L, TExpr *k0)
 {
-    TKernel *k = G_->k;
-    const Plan *p = &G_->p;
-    const Region *r = &G_->s->dst;
+    TKernel *k = L->k;
+    const Plan *p = &L->p;
+    const Region *r = &L->s->dst;
     ReadKind rk = read_kind(p, r->buf, p->bk, p->bn);
-    if (rk != RD_ELEMENTS && !ldmatrix_aligned(G_, r))
+    if (rk != RD_ELEMENTS && !ldmatrix_aligned(L, r))
         rk = RD_ELEMENTS;
     if (rk != RD_ELEMENTS) {
         /* x4: matrices (ni, q0) (ni, q1) (ni+1, q0) (ni+1, q1); an odd last tile takes x2 */
         for (int ni = 0; ni < p->ni; ni += 2) {
             int num = ni + 1 < p->ni ? 4 : 2;
-            TExpr *q = tx_var(k, G_->lane8), *row = tx_var(k, G_->lanerow);
+            TExpr *q = tx_var(k, L->lane8), *row = tx_var(k, L->lanerow);
             TExpr *qlo = tx_bin(k, OP_BAND, q, ic(k, 1));
             TExpr *nt = num == 4 ? tx_bin(k, OP_SHR, q, ic(k, 1)) : ic(k, 0);
-            TExpr *nbase = add(k, tx_var(k, G_->n0), add(k, ic(k, 8 * ni), mul(k, nt, 8)));
+            TExpr *nbase = add(k, tx_var(k, L->n0), add(k, ic(k, 8 * ni), mul(k, nt, 8)));
             TExpr *n, *kk;
             if (rk == RD_LDMATRIX) { /* rows are N, 16 bytes of K each */
                 n = add(k, nbase, row);
@@ -466,8 +466,8 @@ static void load_b(G *G_, TExpr *k0)
             TExpr *ad = addr_of(k, r->buf, idx);
             TExpr *outs[4];
             for (int o = 0; o < num; o++)
-                outs[o] = reg(k, G_->breg, 2 * ni + o);
-            intrin(G_, TI_LDMATRIX, (num << 1) | (rk == RD_LDMATRIX_TRANS), &ad, 1, outs, num);
+                outs[o] = reg(k, L->breg, 2 * ni + o);
+            intrin(L, TI_LDMATRIX, (num << 1) | (rk == RD_LDMATRIX_TRANS), &ad, 1, outs, num);
         }
         return;
     }
@@ -475,25 +475,25 @@ static void load_b(G *G_, TExpr *k0)
         for (int q = 0; q < 2; q++) {
             TExpr *x[4];
             for (int j = 0; j < p->E; j++) {
-                TExpr *n = add(k, tx_var(k, G_->n0), add(k, tx_var(k, G_->g), ic(k, 8 * ni)));
-                TExpr *kk = add(k, k0, add(k, mul(k, tx_var(k, G_->t), p->E), ic(k, j + 4 * p->E * q)));
+                TExpr *n = add(k, tx_var(k, L->n0), add(k, tx_var(k, L->grp), ic(k, 8 * ni)));
+                TExpr *kk = add(k, k0, add(k, mul(k, tx_var(k, L->tig), p->E), ic(k, j + 4 * p->E * q)));
                 TExpr *idx[TL_MAX_RANK];
                 elem_idx(k, r, p->bn, n, p->bk, kk, idx);
                 x[j] = tx_load(k, r->buf, idx, r->buf->rank);
             }
             TExpr *ri = ic(k, 2 * ni + q);
-            ts_push(k, G_->out, ts_store(k, G_->breg, &ri, 1, pack(k, x, p->E)));
+            ts_push(k, L->out, ts_store(k, L->breg, &ri, 1, pack(k, x, p->E)));
         }
 }
 
 /* the packed A register q of tile mi at k step kk: from the staging array or the frag */
-static TExpr *a_operand(G *G_, int mi, int kk, int q)
+static TExpr *a_operand(GemmLowering *L, int mi, int kk, int q)
 {
-    TKernel *k = G_->k;
-    const Plan *p = &G_->p;
-    TBuf *a = G_->s->src.buf;
+    TKernel *k = L->k;
+    const Plan *p = &L->p;
+    TBuf *a = L->s->src.buf;
     if (a->scope != SC_FRAG)
-        return reg(k, G_->areg, 4 * mi + q);
+        return reg(k, L->areg, 4 * mi + q);
     TBuf *ar = frag_regs(k, a);
     TExpr *x[4];
     for (int j = 0; j < p->E; j++)
@@ -501,13 +501,13 @@ static TExpr *a_operand(G *G_, int mi, int kk, int q)
     return pack(k, x, p->E);
 }
 
-static TExpr *b_operand(G *G_, int ni, int kk, int q)
+static TExpr *b_operand(GemmLowering *L, int ni, int kk, int q)
 {
-    TKernel *k = G_->k;
-    const Plan *p = &G_->p;
-    TBuf *b = G_->s->dst.buf;
+    TKernel *k = L->k;
+    const Plan *p = &L->p;
+    TBuf *b = L->s->dst.buf;
     if (b->scope != SC_FRAG)
-        return reg(k, G_->breg, 2 * ni + q);
+        return reg(k, L->breg, 2 * ni + q);
     TBuf *br = frag_regs(k, b);
     TExpr *x[4];
     for (int j = 0; j < p->E; j++)
@@ -517,87 +517,92 @@ static TExpr *b_operand(G *G_, int ni, int kk, int q)
 
 /* One k step: operands for all tiles, then MI x NI mma. kk is the compile-time step (frag
  * operands need it) or -1 inside a run-time loop, where k0 says where the step starts. */
-static void k_step(G *G_, int kk, TExpr *k0)
+static void k_step(GemmLowering *L, int kk, TExpr *k0)
 {
-    TKernel *k = G_->k;
-    const Plan *p = &G_->p;
-    if (G_->s->src.buf->scope != SC_FRAG)
-        load_a(G_, k0);
-    if (G_->s->dst.buf->scope != SC_FRAG)
-        load_b(G_, k0);
-    TBuf *cr = frag_regs(k, G_->s->c.buf);
+    TKernel *k = L->k;
+    const Plan *p = &L->p;
+    if (L->s->src.buf->scope != SC_FRAG)
+        load_a(L, k0);
+    if (L->s->dst.buf->scope != SC_FRAG)
+        load_b(L, k0);
+    TBuf *cr = frag_regs(k, L->s->c.buf);
     for (int mi = 0; mi < p->mi; mi++)
         for (int nj = 0; nj < p->ni; nj++) {
             /* serpentine order: consecutive mma share an operand */
             int ni = (mi & 1) ? p->ni - 1 - nj : nj;
             TExpr *args[10], *outs[4];
             for (int q = 0; q < 4; q++)
-                args[q] = a_operand(G_, mi, kk, q);
+                args[q] = a_operand(L, mi, kk, q);
             for (int q = 0; q < 2; q++)
-                args[4 + q] = b_operand(G_, ni, kk, q);
+                args[4 + q] = b_operand(L, ni, kk, q);
             for (int c = 0; c < 4; c++) {
                 outs[c] = reg(k, cr, c + 4 * (ni + p->ni * mi));
                 args[6 + c] = outs[c];
             }
-            intrin(G_, TI_MMA, p->dt, args, 10, outs, 4);
+            intrin(L, TI_MMA, p->dt, args, 10, outs, 4);
         }
 }
 
 TStmt *lower_gemm(TKernel *k, TStmt *s, bool *ok)
 {
-    G G_ = {0};
-    G_.k = k;
-    G_.s = s;
-    G_.out = ts_seq(k);
-    if (!make_plan(k, s, &G_.p)) {
+    GemmLowering gl = {0}, *L = &gl;
+    L->k = k;
+    L->s = s;
+    L->out = ts_seq(k);
+    if (k->host) { /* the emulator has no tensor-core instructions (yet) */
+        diag_error(k->diag, s->loc, "'gemm' is not supported by the CPU emulator yet");
         *ok = false;
-        return G_.out;
+        return L->out;
     }
-    const Plan *p = &G_.p;
+    if (!make_plan(k, s, &L->p)) {
+        *ok = false;
+        return L->out;
+    }
+    const Plan *p = &L->p;
     TBuf *a = s->src.buf, *b = s->dst.buf, *c = s->c.buf;
     if (!c->layout || !same_layout(c->layout, layout_c(k, p, c)) ||
         (a->scope == SC_FRAG && (!a->layout || !same_layout(a->layout, layout_a(k, p, a)))) ||
         (b->scope == SC_FRAG && (!b->layout || !same_layout(b->layout, layout_b(k, p, b))))) {
         diag_ice(k->diag, "lower_tiles", "gemm operand without its mma layout");
         *ok = false;
-        return G_.out;
+        return L->out;
     }
     TBuf *cr = frag_regs(k, c);
     if (s->clear)
         for (int r = 0; r < c->layout->nregs; r++) {
             TExpr *ri = ic(k, r);
-            ts_push(k, G_.out, ts_store(k, cr, &ri, 1, tx_const_float(k, DT_F32, 0)));
+            ts_push(k, L->out, ts_store(k, cr, &ri, 1, tx_const_float(k, DT_F32, 0)));
         }
     TExpr *tid = tx_special(k, SP_TID_X);
-    TVar *warp = let(&G_, "warp", tx_bin(k, OP_DIV, tid, ic(k, 32)));
-    TVar *lane = let(&G_, "lane", tx_bin(k, OP_MOD, tid, ic(k, 32)));
-    G_.g = let(&G_, "g", tx_bin(k, OP_DIV, tx_var(k, lane), ic(k, 4)));
-    G_.t = let(&G_, "t", tx_bin(k, OP_MOD, tx_var(k, lane), ic(k, 4)));
-    G_.lane8 = let(&G_, "mat", tx_bin(k, OP_DIV, tx_var(k, lane), ic(k, 8)));
-    G_.lanerow = let(&G_, "mrow", tx_bin(k, OP_MOD, tx_var(k, lane), ic(k, 8)));
+    TVar *warp = let(L, "warp", tx_bin(k, OP_DIV, tid, ic(k, 32)));
+    TVar *lane = let(L, "lane", tx_bin(k, OP_MOD, tid, ic(k, 32)));
+    L->grp = let(L, "g", tx_bin(k, OP_DIV, tx_var(k, lane), ic(k, 4)));
+    L->tig = let(L, "t", tx_bin(k, OP_MOD, tx_var(k, lane), ic(k, 4)));
+    L->lane8 = let(L, "mat", tx_bin(k, OP_DIV, tx_var(k, lane), ic(k, 8)));
+    L->lanerow = let(L, "mrow", tx_bin(k, OP_MOD, tx_var(k, lane), ic(k, 8)));
     TExpr *wn = tx_bin(k, OP_MOD, tx_var(k, warp), ic(k, p->wn));
     TExpr *wm = tx_bin(k, OP_MOD, tx_bin(k, OP_DIV, tx_var(k, warp), ic(k, p->wn)), ic(k, p->wm));
-    G_.m0 = let(&G_, "m0", mul(k, wm, p->M / p->wm));
-    G_.n0 = let(&G_, "n0", mul(k, wn, p->N / p->wn));
+    L->m0 = let(L, "m0", mul(k, wm, p->M / p->wm));
+    L->n0 = let(L, "n0", mul(k, wn, p->N / p->wn));
     int64_t na = 4LL * p->mi, nb = 2LL * p->ni;
-    G_.areg = tir_buf(k, "a.op", SC_LOCAL, DT_U32, 1, &na);
-    G_.breg = tir_buf(k, "b.op", SC_LOCAL, DT_U32, 1, &nb);
+    L->areg = tir_buf(k, "a.op", SC_LOCAL, DT_U32, 1, &na);
+    L->breg = tir_buf(k, "b.op", SC_LOCAL, DT_U32, 1, &nb);
     bool frag_operand = a->scope == SC_FRAG || b->scope == SC_FRAG;
     if (frag_operand || p->ks <= 16) {
         for (int kk = 0; kk < p->ks; kk++)
-            k_step(&G_, kk, ic(k, (int64_t)kk * p->ik));
-        return G_.out;
+            k_step(L, kk, ic(k, (int64_t)kk * p->ik));
+        return L->out;
     }
     /* long K from shared memory: a loop, a few k steps per iteration */
     int u = p->ks % 4 == 0 ? 4 : p->ks % 2 == 0 ? 2 : 1;
     TVar *kv = tir_var(k, "kstep", DT_I32, false);
     TStmt *loop = ts_for(k, kv, ic(k, 0), ic(k, p->ks), ic(k, u), FOR_SERIAL);
-    TStmt *outer = G_.out;
-    G_.out = ts_seq(k);
+    TStmt *outer = L->out;
+    L->out = ts_seq(k);
     for (int j = 0; j < u; j++)
-        k_step(&G_, -1, mul(k, add(k, tx_var(k, kv), ic(k, j)), p->ik));
-    loop->body = G_.out->body;
-    loop->nbody = G_.out->nbody;
+        k_step(L, -1, mul(k, add(k, tx_var(k, kv), ic(k, j)), p->ik));
+    loop->body = L->out->body;
+    loop->nbody = L->out->nbody;
     ts_push(k, outer, loop);
     return outer;
 }

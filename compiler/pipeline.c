@@ -618,7 +618,7 @@ static void pipeline_loop(PL *P, TStmt *loop, TStmt *parent_out)
     TKernel *k = P->k;
     int n = loop->stages;
     loop->for_kind = FOR_SERIAL;
-    if (n < 2) {
+    if (n < 2 || k->host) { /* one stage, or the emulator (no cp.async): the plain loop */
         ts_push(k, parent_out, loop);
         return;
     }
