@@ -1292,14 +1292,15 @@ static void cumsum_case(const char *kernel, const char **gen, int ngen, int n, b
     free(y);
 }
 
-/* 2-D float scans: integers as floats, exact */
-static void cumsum2d_case(const char *kernel, const char **gen, int ngen, int R, int C, int dim, DType dt)
+/* 2-D scans of small integers (exact as floats); rank-1 tensors with R = 1 */
+static void cumsum2d_case(const char *kernel, const char **gen, int ngen, int R, int C, int dim, DType dt, DType odt,
+                          bool exclusive)
 {
-    int es = dtype_storage_bytes(dt);
-    uint8_t *x = malloc((size_t)(R * C * es)), *y = malloc((size_t)(R * C * es));
+    int es = dtype_storage_bytes(dt), oes = dtype_storage_bytes(odt);
+    uint8_t *x = malloc((size_t)(R * C * es)), *y = malloc((size_t)(R * C * oes));
     int64_t *v = malloc(sizeof(int64_t) * (size_t)(R * C));
     for (int i = 0; i < R * C; i++) {
-        v[i] = rnd(-50, 50);
+        v[i] = dtype_kind(dt) == DK_UINT ? rnd(0, 255) : rnd(-50, 50);
         V val;
         if (dtype_is_float(dt))
             val.f = (double)v[i];
@@ -1307,19 +1308,23 @@ static void cumsum2d_case(const char *kernel, const char **gen, int ngen, int R,
             val.i = v[i];
         mem_put(dt, x + i * es, val);
     }
-    memset(y, 0x7F, (size_t)(R * C * es));
-    Arg args[2] = {{dt, 2, {R, C}, x}, {dt, 2, {R, C}, y}};
+    memset(y, 0x7F, (size_t)(R * C * oes));
+    Arg args[2] = {{dt, R > 1 ? 2 : 1, {R > 1 ? R : C, C}, x}, {odt, R > 1 ? 2 : 1, {R > 1 ? R : C, C}, y}};
     char what[256];
-    snprintf(what, sizeof what, "cumsum.tl %s %dx%d dim %d %s", kernel, R, C, dim, dtype_name(dt));
+    snprintf(what, sizeof what, "cumsum.tl %s %dx%d dim %d %s -> %s%s", kernel, R, C, dim, dtype_name(dt), dtype_name(odt),
+             exclusive ? " exclusive" : "");
     bool ok = run_kernel(path_of("cumsum.tl"), kernel, gen, ngen, args, 2, 1, 1);
     char detail[256] = "";
     for (int r = 0; ok && r < R; r++)
         for (int c = 0; ok && c < C; c++) {
             int64_t want = 0;
-            for (int j = 0; j <= (dim ? c : r); j++)
+            for (int j = 0; j < (dim ? c : r) + !exclusive; j++)
                 want += dim ? v[r * C + j] : v[j * C + c];
-            V got = mem_get(dt, y + (r * C + c) * es);
-            double g = dtype_is_float(dt) ? got.f : (double)got.i;
+            if (dtype_is_int(odt))
+                want = wrap_int(odt, want);
+            V got = mem_get(odt, y + (r * C + c) * oes);
+            DType dt2 = odt;
+            double g = dtype_is_float(dt2) ? got.f : (double)got.i;
             if (g != (double)want) {
                 snprintf(detail, sizeof detail, "y[%d, %d] = %g, expected %lld", r, c, g, (long long)want);
                 ok = false;
@@ -1369,11 +1374,13 @@ int main(int argc, char **argv)
     cumsum_case("cumsum_i32", t128, 1, 1024, false);
     cumsum_case("cumsum_i32_exclusive", t256, 1, 1024, true);
     cumsum_case("cumsum_i32_exclusive", t1024, 1, 1024, true);
-    cumsum2d_case("cumsum_rows", NULL, 0, 16, 64, 1, DT_F32);
-    cumsum2d_case("cumsum_cols", NULL, 0, 64, 16, 0, DT_F32);
-    cumsum2d_case("cumsum_cols_i64", NULL, 0, 64, 16, 0, DT_I64);
-    cumsum2d_case("cumsum_mma", NULL, 0, 64, 64, 1, DT_F32);
-    cumsum2d_case("cumsum_mma_cols", NULL, 0, 64, 64, 0, DT_F32);
+    cumsum2d_case("cumsum_rows", NULL, 0, 16, 64, 1, DT_F32, DT_F32, false);
+    cumsum2d_case("cumsum_cols", NULL, 0, 64, 16, 0, DT_F32, DT_F32, false);
+    cumsum2d_case("cumsum_cols_i64", NULL, 0, 64, 16, 0, DT_I64, DT_I64, false);
+    cumsum2d_case("cumsum_mma", NULL, 0, 64, 64, 1, DT_F32, DT_F32, false);
+    cumsum2d_case("cumsum_mma_cols", NULL, 0, 64, 64, 0, DT_F32, DT_F32, false);
+    cumsum2d_case("cumsum_bf16_exclusive", NULL, 0, 8, 256, 1, DT_BF16, DT_F32, true);
+    cumsum2d_case("cumsum_u8", NULL, 0, 1, 64, 1, DT_U8, DT_U8, false);
     /* gemm: bf16 64x64x64 (shared operands, ldmatrix; .trans for B), ragged shapes, pipelined */
     gemm_case("gemm_bf16.tl", "gemm_bf16", s1, 1, DT_BF16, false, false, 64, 64, 64, 64, 64, DT_F32);
     gemm_case("gemm_bf16.tl", "gemm_bf16", s1, 1, DT_BF16, false, false, 128, 192, 128, 64, 64, DT_F32);
