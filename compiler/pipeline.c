@@ -613,6 +613,22 @@ static const char *copy_blocker(PL *P, const TStmt *loop, int ci)
     return S.why;
 }
 
+/* copies from global to shared memory nested in branches or loops of the body stay where they are */
+static void warn_nested(PL *P, TStmt **v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        TStmt *s = v[i];
+        if (s->kind == TS_COPY && s->src.buf->scope == SC_GLOBAL && s->dst.buf->scope == SC_SHARED)
+            diag_warning(P->k->diag, s->loc,
+                         "this copy stays synchronous in the pipelined loop: only copies at the top level of the loop "
+                         "body are fetched ahead");
+        if (s->kind != TS_PARALLEL) {
+            warn_nested(P, s->body, s->nbody);
+            warn_nested(P, s->els, s->nels);
+        }
+    }
+}
+
 static void pipeline_loop(PL *P, TStmt *loop, TStmt *parent_out)
 {
     TKernel *k = P->k;
@@ -625,6 +641,10 @@ static void pipeline_loop(PL *P, TStmt *loop, TStmt *parent_out)
     int async_idx[64], na = 0;
     for (int i = 0; i < loop->nbody && na < 64; i++) {
         TStmt *c = loop->body[i];
+        if (c->kind != TS_PARALLEL) {
+            warn_nested(P, c->body, c->nbody);
+            warn_nested(P, c->els, c->nels);
+        }
         if (c->kind != TS_COPY || c->src.buf->scope != SC_GLOBAL || c->dst.buf->scope != SC_SHARED)
             continue;
         bool dup = false;
