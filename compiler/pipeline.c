@@ -3,15 +3,17 @@
  * rotating buffers, issued n - 1 iterations ahead, so that loads overlap compute.
  *
  * Which copies: the statements at the top level of the loop body that copy a global region into
- * a whole... any region of a shared tile D, when D is written by nothing else in the loop and used
- * nowhere outside it, the element types match (cp.async cannot convert), out-of-bounds reads are
- * 0 (zero-fill; no `other`), and the source region is computed from the loop variable, values
+ * (a region of) a shared tile D, when D is written by nothing else in the loop and used nowhere
+ * outside it, the element types match (cp.async cannot convert), out-of-bounds reads are 0
+ * (zero-fill; no `other`), and the source region is computed from the loop variable, values
  * fixed before the loop and `let`s of the body before the copy (re-evaluated for the iteration
  * being fetched). Any other copy stays where it is, synchronous, with a warning that says why.
  *
- * The rewrite, for n >= 2 (one stage is an ordinary loop), with i counting iterations:
+ * The rewrite, for n >= 2 (one stage is an ordinary loop), with i counting iterations and v the
+ * loop variable:
  *
- *     prologue:  for p in 0 .. n-2: if lo + p*step < hi { copies of iteration p -> stage p }
+ *     before:    barrier                  (an outer loop may come back here)
+ *                for p in 0 .. n-2: if lo + p*step < hi { copies of iteration p -> stage p }
  *                                   commit_group
  *     loop:      i += 1;  stage = i % n
  *                wait_group(n - 2)        group i (this iteration's tiles) has landed
@@ -27,8 +29,11 @@
  * (runs of 16 bytes along the innermost dimension, consecutive threads consecutive runs) and each
  * run becomes one cp.async.cg.shared.global of 16 bytes, or cp.async.ca of 8 or 4 bytes where
  * alignment is not provable; the source size operand is the number of bytes inside the tensor,
- * so the hardware zero-fills ragged tails. Pieces under 4 bytes (2-byte elements at unknown
- * alignment) fall back to a synchronous load and store, with a warning. */
+ * so the hardware zero-fills ragged tails. When the 16-byte alignment of the global tile is
+ * merely unknown (extents and strides without `require` facts), the copy is emitted twice behind
+ * a run-time test of the tile's start and row strides (uniform over the block): 16-byte pieces if
+ * it holds, the provable pieces otherwise. Pieces under 4 bytes (2-byte elements at a 2-byte
+ * alignment) are a synchronous load and store. */
 #include "tir.h"
 
 #include <string.h>
