@@ -206,6 +206,11 @@ def main():
     cumsum2d_case('cumsum_mma_cols', 64, 64, 0, torch.float32, torch.float32, False)
     cumsum2d_case('cumsum_bf16_exclusive', 8, 256, 1, torch.bfloat16, torch.float32, True)
     cumsum2d_case('cumsum_u8', 1, 64, 0, torch.uint8, torch.uint8, False)
+    x = ints((32, 64), -100, 100).float()
+    y = torch.full((32,), float('nan'), device='cuda')
+    launch(kernel('cumsum.tl', 'cumsum_of_rowsums'), (1,), [x, y])
+    torch.cuda.synchronize()
+    compare('cumsum.tl cumsum_of_rowsums', y, torch.cumsum(x.double().sum(1), 0).float())
 
     bf, f16, f32 = torch.bfloat16, torch.float16, torch.float32
     for s, shape in (('S=1', (64, 64, 64)), ('S=1', (128, 192, 128)), ('S=2', (100, 72, 136)), ('S=3', (64, 64, 200)),

@@ -1336,6 +1336,30 @@ static void cumsum2d_case(const char *kernel, const char **gen, int ngen, int R,
     free(v);
 }
 
+/* y[i] = sum of rows 0 .. i of x (R x C f32): a scan of a reduction's (replicated) layout */
+static void rowsum_scan_case(int R, int C)
+{
+    float *x = malloc(sizeof(float) * (size_t)(R * C)), *y = malloc(sizeof(float) * (size_t)R);
+    for (int i = 0; i < R * C; i++)
+        x[i] = (float)rnd(-100, 100);
+    memset(y, 0xFF, sizeof(float) * (size_t)R);
+    Arg args[2] = {{DT_F32, 2, {R, C}, x}, {DT_F32, 1, {R}, y}};
+    bool ok = run_kernel(path_of("cumsum.tl"), "cumsum_of_rowsums", NULL, 0, args, 2, 1, 1);
+    char detail[256] = "";
+    double acc = 0;
+    for (int r = 0; ok && r < R; r++) {
+        for (int c = 0; c < C; c++)
+            acc += x[r * C + c];
+        if (y[r] != acc) {
+            snprintf(detail, sizeof detail, "y[%d] = %g, expected %g", r, y[r], acc);
+            ok = false;
+        }
+    }
+    report("cumsum.tl cumsum_of_rowsums", ok, ok ? NULL : detail);
+    free(x);
+    free(y);
+}
+
 /* out[r] = sum of row r of x (R x C f32), through a pipelined loop over column tiles */
 static void pipe_sum_case(const char *kernel, const char **gen, int ngen, int R, int C)
 {
@@ -1381,6 +1405,7 @@ int main(int argc, char **argv)
     cumsum2d_case("cumsum_mma_cols", NULL, 0, 64, 64, 0, DT_F32, DT_F32, false);
     cumsum2d_case("cumsum_bf16_exclusive", NULL, 0, 8, 256, 1, DT_BF16, DT_F32, true);
     cumsum2d_case("cumsum_u8", NULL, 0, 1, 64, 1, DT_U8, DT_U8, false);
+    rowsum_scan_case(32, 64);
     /* gemm: bf16 64x64x64 (shared operands, ldmatrix; .trans for B), ragged shapes, pipelined */
     gemm_case("gemm_bf16.tl", "gemm_bf16", s1, 1, DT_BF16, false, false, 64, 64, 64, 64, 64, DT_F32);
     gemm_case("gemm_bf16.tl", "gemm_bf16", s1, 1, DT_BF16, false, false, 128, 192, 128, 64, 64, DT_F32);
