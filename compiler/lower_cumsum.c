@@ -24,8 +24,6 @@ typedef struct CS {
     DType acc;
     int n;             /* registers */
     TVar **B, **P;     /* per register; P NULL while still 0 */
-    bool ok;
-    Loc loc;
 } CS;
 
 static TExpr *ic(TKernel *k, int64_t v) { return tx_const_int(k, DT_I32, v); }
@@ -295,7 +293,6 @@ TStmt *lower_cumsum(TKernel *k, TStmt *s, bool *ok)
     CS C = {0};
     C.k = k;
     C.out = ts_seq(k);
-    C.loc = s->loc;
     TBuf *src = s->src.buf, *dst = s->dst.buf;
     if (!src->layout || !dst->layout) {
         diag_ice(k->diag, "lower_tiles", "cumsum without a layout");
