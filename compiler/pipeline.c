@@ -652,10 +652,7 @@ static void pipeline_loop(PL *P, TStmt *loop, TStmt *parent_out)
         }
         if (c->kind != TS_COPY || c->src.buf->scope != SC_GLOBAL || c->dst.buf->scope != SC_SHARED)
             continue;
-        bool dup = false;
-        for (int j = 0; j < na; j++)
-            dup |= loop->body[async_idx[j]]->dst.buf == c->dst.buf;
-        const char *why = dup ? "another copy of this loop fills the same tile" : copy_blocker(P, loop, i);
+        const char *why = copy_blocker(P, loop, i);
         if (why) {
             diag_warning(k->diag, c->loc, "this copy stays synchronous in the pipelined loop: %s", why);
             continue;

@@ -237,6 +237,11 @@ def main():
                           ('pipe_row_sum16', 'S=3', 40, 100), ('pipe_row_sum', 'S=2', 32, 37),
                           ('pipe_row_sum', 'S=2', 48, 96), ('pipe_row_sum', 'S=3', 70, 161), ('pipe_row_sum', 'S=1', 40, 100)):
         pipe_sum_case(name, [s], R, C)
+    x = ints((70, 50), -100, 100).to(torch.bfloat16)
+    y = torch.full((50,), float('nan'), device='cuda')
+    launch(kernel('pipe_sum.tl', 'pipe_col_sum_t'), (cdiv(50, 32),), [x, y])
+    torch.cuda.synchronize()
+    compare('pipe_sum.tl pipe_col_sum_t R=50 C=70', y, x.double().sum(0).float())
 
     if o.bench:
         n = 8192

@@ -1336,6 +1336,37 @@ static void cumsum2d_case(const char *kernel, const char **gen, int ngen, int R,
     free(v);
 }
 
+/* y[r] = sum over c of x[c, r] (C x R bf16, small integers) */
+static void col_sum_case(int R, int C)
+{
+    uint16_t *x = malloc(sizeof(uint16_t) * (size_t)(R * C));
+    float *y = malloc(sizeof(float) * (size_t)R);
+    int64_t *v = malloc(sizeof(int64_t) * (size_t)(R * C));
+    for (int i = 0; i < R * C; i++) {
+        v[i] = rnd(-100, 100);
+        x[i] = f32_to_bf16((float)v[i]);
+    }
+    memset(y, 0xFF, sizeof(float) * (size_t)R);
+    Arg args[2] = {{DT_BF16, 2, {C, R}, x}, {DT_F32, 1, {R}, y}};
+    char what[128];
+    snprintf(what, sizeof what, "pipe_sum.tl pipe_col_sum_t R=%d C=%d", R, C);
+    bool ok = run_kernel(path_of("pipe_sum.tl"), "pipe_col_sum_t", NULL, 0, args, 2, (R + 31) / 32, 1);
+    char detail[256] = "";
+    for (int r = 0; ok && r < R; r++) {
+        int64_t want = 0;
+        for (int c = 0; c < C; c++)
+            want += v[c * R + r];
+        if (y[r] != (double)want) {
+            snprintf(detail, sizeof detail, "y[%d] = %g, expected %lld", r, y[r], (long long)want);
+            ok = false;
+        }
+    }
+    report(what, ok, ok ? NULL : detail);
+    free(x);
+    free(y);
+    free(v);
+}
+
 /* y[i] = sum of rows 0 .. i of x (R x C f32): a scan of a reduction's (replicated) layout */
 static void rowsum_scan_case(int R, int C)
 {
@@ -1435,6 +1466,7 @@ int main(int argc, char **argv)
     pipe_sum_case("pipe_row_sum", s2, 1, 48, 96);
     pipe_sum_case("pipe_row_sum", s3, 1, 70, 161);
     pipe_sum_case("pipe_row_sum", s1, 1, 40, 100);
+    col_sum_case(50, 70);
     printf("%d of %d cases passed\n", cases - failures, cases);
     return failures ? 1 : 0;
 }
