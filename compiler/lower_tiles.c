@@ -868,11 +868,8 @@ static TStmt *lower_stmt(LT *L, TStmt *s)
         lower_list(L, r->body, r->nbody);
         return s->ptile->scope == SC_SHARED ? fenced(L, r) : r;
     }
-    case TS_CUMSUM:
-    case TS_GEMM:
-        diag_error(L->k->diag, s->loc, "'%s' is not supported by the code generator yet", s->kind == TS_CUMSUM ? "cumsum" : "gemm");
-        L->ok = false;
-        return ts_seq(L->k);
+    case TS_CUMSUM: return lower_cumsum(L->k, s, &L->ok);
+    case TS_GEMM: return lower_gemm(L->k, s, &L->ok);
     default:
         lower_list(L, s->body, s->nbody);
         lower_list(L, s->els, s->nels);
