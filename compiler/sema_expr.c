@@ -274,7 +274,7 @@ static Type *check_name(SemaCtx *s, Expr *e)
             return sym->type;
         case SYM_DIM:
         case SYM_SCALAR:
-            if (sym->kind == SYM_DIM && s->kernel && !s->generic && !s->in_signature) {
+            if (sym->kind == SYM_DIM && s->kernel && !s->generic && !s->in_signature && !s->in_require) {
                 Param *bp = &s->kernel->params[sym->dim_param];
                 if (bp->sym && bp->sym->optional && !bp->sym->present) {
                     ERR(e->loc, "'%s' is a shape of optional tensor '%s', which this specialisation does not take", e->str,
