@@ -845,6 +845,8 @@ static LLVMValueRef cg_call(CG *g, TExpr *e)
     LLVMBuilderRef b = g->b;
     int n = e->nargs;
     LLVMValueRef a[32];
+    if (e->builtin == TI_ADDR) /* an address for an instruction operand, not a load */
+        return elem_addr(g, e->args[0]->buf, linear_index(g, e->args[0]->buf, e->args[0]->args));
     bool atomic = e->builtin >= BI_ATOMIC_ADD && e->builtin <= BI_ATOMIC_CAS;
     for (int i = atomic ? 1 : 0; i < n && i < 32; i++)
         a[i] = cg_expr(g, e->args[i]);
@@ -854,6 +856,12 @@ static LLVMValueRef cg_call(CG *g, TExpr *e)
     if (n > 0)
         at = e->args[0]->dt;
     LLVMTypeRef t = n > 0 ? LLVMTypeOf(a[atomic ? (n > 1 ? 1 : 0) : 0]) : g->t_i32;
+    if (e->builtin > TI_FIRST) {
+        CgxEnv env = {g->ctx, g->mod, g->b, g->k->sm};
+        LLVMValueRef v = cgx_value(&env, e, a);
+        if (v)
+            return v;
+    }
     switch (e->builtin) {
     case BI_EXP:
         if (at == DT_F32)
@@ -1407,6 +1415,24 @@ static void cg_stmt(CG *g, TStmt *s)
     }
     case TS_VLOAD: cg_vload(g, s); break;
     case TS_VSTORE: cg_vstore(g, s); break;
+    case TS_INTRIN: {
+        LLVMValueRef in[32], out[16];
+        if (s->e->nargs > 32 || s->nidx > 16) {
+            diag_ice(g->k->diag, "codegen", "instruction with too many operands");
+            g->ok = false;
+            break;
+        }
+        for (int i = 0; i < s->e->nargs; i++)
+            in[i] = cg_expr(g, s->e->args[i]);
+        CgxEnv env = {g->ctx, g->mod, g->b, g->k->sm};
+        if (!cgx_intrin(&env, s->e, in, out, s->nidx)) {
+            cg_error(g, s->loc, "this tensor-core or asynchronous-copy instruction is not available for the target");
+            break;
+        }
+        for (int i = 0; i < s->nidx; i++) /* results go to register-array elements */
+            reg_set(g, s->idx[i]->buf, (int)s->idx[i]->args[0]->ival, out[i]);
+        break;
+    }
     default: diag_ice(g->k->diag, "codegen", "tile operation reached code generation"); g->ok = false; break;
     }
 }

@@ -1,5 +1,5 @@
 /* compile.c — the pipeline for one specialisation:
- *   sema(kernel, generics) -> lower_ast -> layout -> lower_tiles -> smem_plan -> LLVM -> PTX
+ *   sema(kernel, generics) -> lower_ast -> layout -> pipeline -> lower_tiles -> smem_plan -> LLVM -> PTX
  * with the IR verifier between passes, and the external steps that need the CUDA toolkit. */
 #include "compile.h"
 
@@ -65,7 +65,8 @@ bool compile_specialization(Compilation *c, const CompileRequest *rq, CompileRes
     if (!lower_ast(c, rq->kernel, &rq->args, rq->sm, rq->host, &k))
         return false;
     if (!run_pass(c, rq, k, "lower_ast", NULL) || !run_pass(c, rq, k, "layout", pass_layout) ||
-        !run_pass(c, rq, k, "lower_tiles", pass_lower_tiles) || !run_pass(c, rq, k, "smem_plan", pass_smem_plan))
+        !run_pass(c, rq, k, "pipeline", pass_pipeline) || !run_pass(c, rq, k, "lower_tiles", pass_lower_tiles) ||
+        !run_pass(c, rq, k, "smem_plan", pass_smem_plan))
         return false;
     phase("tir passes", &t);
     StrBuf sig = {0};

@@ -274,6 +274,16 @@ static Type *check_name(SemaCtx *s, Expr *e)
             return sym->type;
         case SYM_DIM:
         case SYM_SCALAR:
+            if (sym->kind == SYM_DIM && s->kernel && !s->generic && !s->in_signature && !s->in_require) {
+                Param *bp = &s->kernel->params[sym->dim_param];
+                if (bp->sym && bp->sym->optional && !bp->sym->present) {
+                    ERR(e->loc, "'%s' is a shape of optional tensor '%s', which this specialisation does not take", e->str,
+                        bp->name.s);
+                    diag_note(s->d, sym->loc, "'%s' is bound here; use it only under 'if const present(%s)'", e->str,
+                              bp->name.s);
+                    return ty_error();
+                }
+            }
             if (sym->kind == SYM_SCALAR && sym->type->kind == TY_SCALAR)
                 e->cv.kind = CV_NONE;
             return sym->type;

@@ -530,7 +530,10 @@ static void check_require(SemaCtx *s, Stmt *st)
         check_expr(s, st->e, NULL);
         return;
     }
-    if (!cond_bool(s, st->e, "require"))
+    s->in_require = true;
+    bool ok = cond_bool(s, st->e, "require");
+    s->in_require = false;
+    if (!ok)
         return;
     if (!only_signature_names(s, st->e))
         return;
