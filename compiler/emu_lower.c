@@ -9,6 +9,8 @@
  *     canonical NaN, because x86 keeps NaN payloads where the GPU does not;
  *   - shared memory (the extern array tl_smem) becomes the current block's buffer, and every
  *     shared-memory access reports itself first (bounds check and racecheck);
+ *   - f16 / bf16 values that are only moved become i16, since x86 would move them through f32
+ *     registers and change subnormals and NaNs;
  *   - signed division guards INT_MIN / -1, which traps on x86;
  *   - the kernel gets the C calling convention, loses `noalias` (other fibers write through
  *     other copies of the pointers between barriers), and a wrapper `__tl_emu_ENTRY(void **)`

@@ -1,6 +1,6 @@
 /* emu_fiber.c — fibers: a hand-written x86-64 context switch (six callee-saved registers and the
  * stack pointer; no signal mask, unlike swapcontext, which makes a system call per switch) and
- * the stacks, reserved once per worker with a guard page below each. */
+ * the stacks, with a guard page below each, kept in a pool between launches. */
 #include "emu_internal.h"
 
 #include <stdint.h>
