@@ -1108,11 +1108,25 @@ static LLVMValueRef cg_expr(CG *g, TExpr *e)
         case OP_DIV:
         case OP_MOD: {
             int64_t cv;
-            if (!tx_is_const(e->b, &cv) || cv == 0) /* division by zero is unspecified, never undefined */
+            bool known = tx_is_const(e->b, &cv);
+            /* division by zero is unspecified, never undefined; signed MIN / -1 wraps to MIN
+             * (remainder 0), where LLVM's sdiv/srem are undefined: divide by 1 instead and
+             * negate (or give 0) for a divisor of -1 */
+            LLVMValueRef minus1 = NULL;
+            if (s && (!known || cv == -1)) {
+                minus1 = LLVMBuildICmp(b, LLVMIntEQ, y, LLVMConstAllOnes(t), "");
+                y = LLVMBuildSelect(b, minus1, ci(g, t, 1), y, "");
+            }
+            if (!known || cv == 0)
                 y = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, y, ci(g, t, 0), ""), ci(g, t, 1), y, "");
+            LLVMValueRef r;
             if (e->op == OP_DIV)
-                return s ? LLVMBuildSDiv(b, x, y, "") : LLVMBuildUDiv(b, x, y, "");
-            return s ? LLVMBuildSRem(b, x, y, "") : LLVMBuildURem(b, x, y, "");
+                r = s ? LLVMBuildSDiv(b, x, y, "") : LLVMBuildUDiv(b, x, y, "");
+            else
+                r = s ? LLVMBuildSRem(b, x, y, "") : LLVMBuildURem(b, x, y, "");
+            if (minus1)
+                r = LLVMBuildSelect(b, minus1, e->op == OP_DIV ? LLVMBuildSub(b, ci(g, t, 0), x, "") : ci(g, t, 0), r, "");
+            return r;
         }
         case OP_SHL:
         case OP_SHR: {
