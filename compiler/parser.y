@@ -45,6 +45,7 @@ static Expr *mk_bin(ParseCtx *c, OpKind op, Expr *a, Expr *b, Loc loc);
 static Expr *mk_un(ParseCtx *c, OpKind op, Expr *a, Loc loc);
 static void check_depth(ParseCtx *c, int depth, Loc loc);
 static int stmts_depth(StmtList l);
+static void *list_room(ParseCtx *c, void *v, int n, size_t size);
 static void push_name(ParseCtx *c, NameList *l, const char *s, Loc loc);
 static void push_arg(ParseCtx *c, ArgList *l, const char *name, Expr *e);
 static void tl_yyerror(Loc *loc, void *scanner, ParseCtx *ctx, const char *msg);
@@ -173,9 +174,8 @@ spec_item
 spec_args
     : spec_arg                  { $$.v = NULL; $$.n = 0;
                                   $$.v = ARENA_ARRAY(A(ctx), SpecArg, 1); $$.v[0] = $1; $$.n = 1; }
-    | spec_args ',' spec_arg    { SpecArg *v = ARENA_ARRAY(A(ctx), SpecArg, $1.n + 1);
-                                  memcpy(v, $1.v, sizeof(SpecArg) * (size_t)$1.n); v[$1.n] = $3;
-                                  $$.v = v; $$.n = $1.n + 1; }
+    | spec_args ',' spec_arg    { $$.v = list_room(ctx, $1.v, $1.n, sizeof(SpecArg)); $$.v[$1.n] = $3;
+                                  $$.n = $1.n + 1; }
     ;
 spec_arg
     : IDENT '=' gexpr           { memset(&$$, 0, sizeof $$); $$.name.s = $1; $$.name.loc = @1;
@@ -201,9 +201,8 @@ opt_generics
 generic_list
     : generic_param             { $$.v = ARENA_ARRAY(A(ctx), GenericParam, 1); $$.v[0] = $1; $$.n = 1; }
     | generic_list ',' generic_param
-                                { GenericParam *v = ARENA_ARRAY(A(ctx), GenericParam, $1.n + 1);
-                                  memcpy(v, $1.v, sizeof(GenericParam) * (size_t)$1.n); v[$1.n] = $3;
-                                  $$.v = v; $$.n = $1.n + 1; }
+                                { $$.v = list_room(ctx, $1.v, $1.n, sizeof(GenericParam)); $$.v[$1.n] = $3;
+                                  $$.n = $1.n + 1; }
     ;
 generic_param
     : IDENT ':' generic_kind              { memset(&$$, 0, sizeof $$); $$.name.s = $1; $$.name.loc = @1; $$.kind = $3; }
@@ -226,9 +225,8 @@ opt_params
     ;
 param_list
     : param                     { $$.v = ARENA_ARRAY(A(ctx), Param, 1); $$.v[0] = $1; $$.n = 1; }
-    | param_list ',' param      { Param *v = ARENA_ARRAY(A(ctx), Param, $1.n + 1);
-                                  memcpy(v, $1.v, sizeof(Param) * (size_t)$1.n); v[$1.n] = $3;
-                                  $$.v = v; $$.n = $1.n + 1; }
+    | param_list ',' param      { $$.v = list_room(ctx, $1.v, $1.n, sizeof(Param)); $$.v[$1.n] = $3;
+                                  $$.n = $1.n + 1; }
     ;
 param
     : IDENT ':' type_expr       { memset(&$$, 0, sizeof $$); $$.name.s = $1; $$.name.loc = @1; $$.ty = $3; }
@@ -252,9 +250,8 @@ elem_type
     ;
 type_list
     : type_expr                 { $$.v = ARENA_ARRAY(A(ctx), TypeExpr *, 1); $$.v[0] = $1; $$.n = 1; }
-    | type_list ',' type_expr   { TypeExpr **v = ARENA_ARRAY(A(ctx), TypeExpr *, $1.n + 1);
-                                  memcpy(v, $1.v, sizeof(TypeExpr *) * (size_t)$1.n); v[$1.n] = $3;
-                                  $$.v = v; $$.n = $1.n + 1; }
+    | type_list ',' type_expr   { $$.v = list_room(ctx, $1.v, $1.n, sizeof(TypeExpr *)); $$.v[$1.n] = $3;
+                                  $$.n = $1.n + 1; }
     ;
 opt_strides
     : %empty                    { memset(&$$, 0, sizeof $$); }
@@ -584,11 +581,21 @@ static int stmts_depth(StmtList l)
     return d;
 }
 
+/* Room for element n of an arena array of n elements. The capacity doubles when n reaches a
+ * power of two, so that a list of n elements costs O(n) to build, not O(n^2). */
+static void *list_room(ParseCtx *c, void *v, int n, size_t size)
+{
+    if (n & (n - 1))
+        return v;
+    void *nv = arena_alloc(A(c), size * (size_t)(n ? 2 * n : 1));
+    if (n)
+        memcpy(nv, v, size * (size_t)n);
+    return nv;
+}
+
 static void push_name(ParseCtx *c, NameList *l, const char *s, Loc loc)
 {
-    Name *v = ARENA_ARRAY(A(c), Name, l->n + 1);
-    if (l->n)
-        memcpy(v, l->v, sizeof(Name) * (size_t)l->n);
+    Name *v = list_room(c, l->v, l->n, sizeof(Name));
     v[l->n].s = s;
     v[l->n].loc = loc;
     l->v = v;
@@ -599,9 +606,7 @@ static void push_arg(ParseCtx *c, ArgList *l, const char *name, Expr *e)
 {
     if (!name && l->nnamed > 0)
         diag_error(c->diag, e->loc, "positional argument after a named argument");
-    const char **names = ARENA_ARRAY(A(c), const char *, l->args.n + 1);
-    if (l->args.n)
-        memcpy(names, l->names, sizeof(const char *) * (size_t)l->args.n);
+    const char **names = list_room(c, l->names, l->args.n, sizeof(const char *));
     names[l->args.n] = name;
     l->names = names;
     if (name)
