@@ -14,26 +14,90 @@
 #define ERR(loc, ...) diag_error(s->d, (loc), __VA_ARGS__)
 
 /* ---- scopes ---- */
+struct ScopeSlot {
+    const char *name;   /* NULL: empty slot */
+    int pos;            /* position in SymScope.items of the innermost symbol, or -1 */
+};
+
+static uint64_t name_hash(const char *name) { return tl_hash_bytes(name, strlen(name), 0); }
+
+/* The slot of a name: its own, or the empty one where it would go. */
+static ScopeSlot *scope_slot(const SymScope *sc, const char *name)
+{
+    size_t mask = (size_t)sc->capslots - 1;
+    for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask)
+        if (!sc->slots[i].name || strcmp(sc->slots[i].name, name) == 0)
+            return &sc->slots[i];
+}
+
 void scope_push(SemaCtx *s) { ptrvec_push(&s->marks, (void *)(intptr_t)s->scope.len); }
 
 void scope_pop(SemaCtx *s)
 {
     if (s->marks.len == 0)
         return;
-    s->scope.len = (int)(intptr_t)s->marks.items[--s->marks.len];
+    SymScope *sc = &s->scope;
+    int mark = (int)(intptr_t)s->marks.items[--s->marks.len];
+    while (sc->len > mark) {
+        sc->len--;
+        scope_slot(sc, sc->items[sc->len]->name)->pos = sc->prev[sc->len];
+    }
 }
 
 Sym *scope_lookup(SemaCtx *s, const char *name)
 {
-    for (int i = s->scope.len - 1; i >= 0; i--) {
-        Sym *sym = s->scope.items[i];
-        if (strcmp(sym->name, name) == 0)
-            return sym;
-    }
-    return NULL;
+    if (!s->scope.capslots)
+        return NULL;
+    ScopeSlot *slot = scope_slot(&s->scope, name);
+    return slot->name && slot->pos >= 0 ? s->scope.items[slot->pos] : NULL;
 }
 
-void scope_add(SemaCtx *s, Sym *sym) { ptrvec_push(&s->scope, sym); }
+Sym *scope_lookup_innermost(SemaCtx *s, const char *name)
+{
+    int start = s->marks.len ? (int)(intptr_t)s->marks.items[s->marks.len - 1] : 0;
+    if (!s->scope.capslots)
+        return NULL;
+    ScopeSlot *slot = scope_slot(&s->scope, name);
+    return slot->name && slot->pos >= start ? s->scope.items[slot->pos] : NULL;
+}
+
+void scope_add(SemaCtx *s, Sym *sym)
+{
+    SymScope *sc = &s->scope;
+    if (sc->len == sc->cap) {
+        sc->cap = sc->cap ? sc->cap * 2 : 32;
+        sc->items = tl_xrealloc(sc->items, sizeof(Sym *) * (size_t)sc->cap);
+        sc->prev = tl_xrealloc(sc->prev, sizeof(int) * (size_t)sc->cap);
+    }
+    if ((sc->nslots + 1) * 2 > sc->capslots) {
+        /* rehash into twice the room; slots keep their names even when unbound */
+        ScopeSlot *old = sc->slots;
+        int oldcap = sc->capslots;
+        sc->capslots = oldcap ? oldcap * 2 : 64;
+        sc->slots = tl_xcalloc((size_t)sc->capslots, sizeof(ScopeSlot));
+        for (int i = 0; i < oldcap; i++)
+            if (old[i].name)
+                *scope_slot(sc, old[i].name) = old[i];
+        free(old);
+    }
+    ScopeSlot *slot = scope_slot(sc, sym->name);
+    if (!slot->name) {
+        slot->name = sym->name;
+        slot->pos = -1;
+        sc->nslots++;
+    }
+    sc->items[sc->len] = sym;
+    sc->prev[sc->len] = slot->pos;
+    slot->pos = sc->len++;
+}
+
+void scope_free(SymScope *sc)
+{
+    free(sc->items);
+    free(sc->prev);
+    free(sc->slots);
+    memset(sc, 0, sizeof *sc);
+}
 
 Sym *sym_new(SemaCtx *s, SymKind k, const char *name, Loc loc, Type *t)
 {
@@ -57,7 +121,7 @@ static void sema_init(SemaCtx *s, Compilation *c)
 
 static void sema_done(SemaCtx *s)
 {
-    ptrvec_free(&s->scope);
+    scope_free(&s->scope);
     ptrvec_free(&s->marks);
 }
 
@@ -72,6 +136,7 @@ void comp_init(Compilation *c)
 void comp_free(Compilation *c)
 {
     free(c->globals);
+    free(c->global_index);
     diag_free(&c->diag);
     arena_free(&c->arena);
 }
@@ -236,12 +301,18 @@ bool comp_load_string(Compilation *c, const char *name, const char *text)
     return c->diag.nerrors == errs;
 }
 
+/* The index slot of a name: its symbol's, or the empty one where it would go. */
+static Sym **global_slot(Compilation *c, const char *name)
+{
+    size_t mask = (size_t)c->global_index_cap - 1;
+    for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask)
+        if (!c->global_index[i] || strcmp(c->global_index[i]->name, name) == 0)
+            return &c->global_index[i];
+}
+
 Sym *comp_lookup_global(Compilation *c, const char *name)
 {
-    for (int i = 0; i < c->nglobals; i++)
-        if (strcmp(c->globals[i]->name, name) == 0)
-            return c->globals[i];
-    return NULL;
+    return c->global_index_cap ? *global_slot(c, name) : NULL;
 }
 
 static void add_global(SemaCtx *s, Sym *sym)
@@ -260,8 +331,15 @@ static void add_global(SemaCtx *s, Sym *sym)
     if (c->nglobals == c->capglobals) {
         c->capglobals = c->capglobals ? c->capglobals * 2 : 64;
         c->globals = tl_xrealloc(c->globals, sizeof(Sym *) * (size_t)c->capglobals);
+        /* the index keeps at least half of its slots free */
+        free(c->global_index);
+        c->global_index_cap = c->capglobals * 2;
+        c->global_index = tl_xcalloc((size_t)c->global_index_cap, sizeof(Sym *));
+        for (int i = 0; i < c->nglobals; i++)
+            *global_slot(c, c->globals[i]->name) = c->globals[i];
     }
     c->globals[c->nglobals++] = sym;
+    *global_slot(c, sym->name) = sym;
 }
 
 /* -D NAME=VALUE: an integer, float, bool or type name */
@@ -428,7 +506,7 @@ static void bind_generics(SemaCtx *s, Item *it, const GenericArgs *args)
         }
         if (gp->deflt) {
             /* defaults are checked against the kind even when a value is given */
-            PtrVec saved = s->scope;
+            SymScope saved = s->scope;
             Type *t = check_expr(s, gp->deflt, NULL);
             s->scope = saved;
             if (t->kind != TY_ERROR && gp->deflt->cv.kind != CV_UNKNOWN && !value_matches_kind(gp->kind, gp->deflt->cv))

@@ -62,6 +62,8 @@ typedef struct Compilation {
     /* global namespace: consts, fns and kernels of every module */
     Sym **globals;
     int nglobals, capglobals;
+    Sym **global_index;  /* open-addressing hash of globals by name (capacity a power of two) */
+    int global_index_cap;
     bool resolved;       /* module-level resolution done */
     int next_sym_id;
 } Compilation;

@@ -1726,7 +1726,8 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
     ic->fn = fn;
     ic->nparams = fn->nparams;
     ic->params = ARENA_ARRAY(s->arena, Sym *, fn->nparams);
-    PtrVec saved_scope = s->scope, saved_marks = s->marks;
+    SymScope saved_scope = s->scope;
+    PtrVec saved_marks = s->marks;
     memset(&s->scope, 0, sizeof s->scope);
     memset(&s->marks, 0, sizeof s->marks);
     scope_push(s);
@@ -1742,7 +1743,8 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
         if (g < e->targs.n) {
             Expr *ta = e->targs.v[g];
             /* generic arguments are evaluated in the caller's scope */
-            PtrVec inner = s->scope, inner_m = s->marks;
+            SymScope inner = s->scope;
+            PtrVec inner_m = s->marks;
             s->scope = saved_scope;
             s->marks = saved_marks;
             if (gp->kind == GK_TYPE) {
@@ -1816,7 +1818,8 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
                 break;
             }
             if (pt->kind == TY_SCALAR) {
-                PtrVec inner = s->scope, inner_m = s->marks;
+                SymScope inner = s->scope;
+                PtrVec inner_m = s->marks;
                 s->scope = saved_scope;
                 s->marks = saved_marks;
                 if (!coerce(s, arg, pt, "argument"))
@@ -1844,7 +1847,7 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
         check_body_inline(s, ic, e);
     }
     scope_pop(s);
-    ptrvec_free(&s->scope);
+    scope_free(&s->scope);
     ptrvec_free(&s->marks);
     s->scope = saved_scope;
     s->marks = saved_marks;

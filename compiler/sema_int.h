@@ -4,13 +4,26 @@
 
 #include "sema.h"
 
+/* The names in scope, innermost last, with a hash index from a name to the position of its
+ * innermost symbol, so that a lookup costs O(1) however many names are declared (a linear scan
+ * made 100k declarations take 40 s). A fn call swaps in a fresh SymScope for the callee and puts
+ * the caller's back afterwards; the index travels with the struct. */
+typedef struct ScopeSlot ScopeSlot;
+typedef struct SymScope {
+    Sym **items;
+    int *prev;           /* prev[i]: position of the next-outer symbol named like items[i], or -1 */
+    int len, cap;
+    ScopeSlot *slots;    /* name -> position of its innermost symbol (-1: none now) */
+    int nslots, capslots;
+} SymScope;
+
 typedef struct SemaCtx {
     Compilation *comp;
     Arena *arena;
     DiagEngine *d;
     Item *kernel;             /* kernel being checked (NULL for consts and fn checks) */
     bool generic;             /* generic values unknown */
-    PtrVec scope;             /* Sym*, innermost last */
+    SymScope scope;           /* names in scope, innermost last */
     PtrVec marks;             /* scope start indices */
     int parallel_level;
     Sym *parallel_tile;       /* tile of the innermost parallel loop */
@@ -33,6 +46,9 @@ typedef struct SemaCtx {
 void scope_push(SemaCtx *s);
 void scope_pop(SemaCtx *s);
 Sym *scope_lookup(SemaCtx *s, const char *name);
+/* the symbol of this name declared since the last scope_push, or NULL */
+Sym *scope_lookup_innermost(SemaCtx *s, const char *name);
+void scope_free(SymScope *sc);
 Sym *sym_new(SemaCtx *s, SymKind k, const char *name, Loc loc, Type *t);
 void scope_add(SemaCtx *s, Sym *sym);
 

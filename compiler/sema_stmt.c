@@ -14,14 +14,11 @@ static void check_stmt(SemaCtx *s, Stmt *st);
 static void declare(SemaCtx *s, Sym *sym)
 {
     /* shadowing within one scope is an error; across scopes it is allowed */
-    int start = s->marks.len ? (int)(intptr_t)s->marks.items[s->marks.len - 1] : 0;
-    for (int i = s->scope.len - 1; i >= start; i--) {
-        Sym *o = s->scope.items[i];
-        if (strcmp(o->name, sym->name) == 0) {
-            ERR(sym->loc, "'%s' is already declared in this scope", sym->name);
-            diag_note(s->d, o->loc, "previous declaration is here");
-            return;
-        }
+    Sym *o = scope_lookup_innermost(s, sym->name);
+    if (o) {
+        ERR(sym->loc, "'%s' is already declared in this scope", sym->name);
+        diag_note(s->d, o->loc, "previous declaration is here");
+        return;
     }
     scope_add(s, sym);
 }
