@@ -614,13 +614,15 @@ static void push_arg(ParseCtx *c, ArgList *l, const char *name, Expr *e)
     exprlist_push(A(c), &l->args, e);
 }
 
-/* only reached for bison's own failures (stack exhausted by very deep nesting) */
+/* only reached for bison's own failures: its stack is exhausted by very deep nesting (of
+ * '(' or '{', say) before any rule has been reduced and checked the depth */
 static void tl_yyerror(Loc *loc, void *scanner, ParseCtx *ctx, const char *msg)
 {
     (void)scanner;
+    (void)msg;
     if (!ctx->too_deep) {
         ctx->too_deep = true;
-        diag_error(ctx->diag, *loc, "nesting too deep to parse (%s)", msg);
+        diag_error(ctx->diag, *loc, "nesting is deeper than %d levels", TL_MAX_NESTING);
     }
 }
 
@@ -676,7 +678,7 @@ bool parse_file(ParseCtx *ctx)
     YY_BUFFER_STATE b = tl_yy_scan_buffer(buf, n + 2, scanner);
     int errs = ctx->diag->nerrors;
     int rc = b ? tl_yyparse(scanner, ctx) : 2;
-    if (rc == 2)
+    if (rc == 2 && !ctx->too_deep) /* tl_yyerror has said why, unless the buffer failed */
         diag_error(ctx->diag, loc_none(), "%s: nesting too deep to parse", f->path);
     if (b)
         tl_yy_delete_buffer(b, scanner);
