@@ -717,11 +717,12 @@ static int positional_count(Expr *e)
     return n;
 }
 
-/* Checks named arguments against the allowed names. */
+/* Checks named arguments against the allowed names. Stops at the first bad one: the duplicate
+ * check is quadratic, and a call with 100k named arguments must not hang. */
 static bool check_named(SemaCtx *s, Expr *e, const char *fname, const char *const *allowed)
 {
     bool ok = true;
-    for (int i = 0; i < e->args.n; i++) {
+    for (int i = 0; ok && i < e->args.n; i++) {
         if (!e->arg_names || !e->arg_names[i])
             continue;
         bool found = false;
