@@ -1690,6 +1690,31 @@ static Type *check_call(SemaCtx *s, Expr *e)
     return check_builtin_call(s, e, b);
 }
 
+static int64_t expr_nodes(const Expr *e)
+{
+    if (!e)
+        return 0;
+    int64_t n = 1 + expr_nodes(e->a) + expr_nodes(e->b) + expr_nodes(e->c);
+    for (int i = 0; i < e->args.n; i++)
+        n += expr_nodes(e->args.v[i]);
+    for (int i = 0; i < e->targs.n; i++)
+        n += expr_nodes(e->targs.v[i]);
+    return n;
+}
+
+static int64_t stmts_nodes(StmtList l)
+{
+    int64_t n = 0;
+    for (int i = 0; i < l.n; i++) {
+        const Stmt *st = l.v[i];
+        n += 1 + stmts_nodes(st->body) + stmts_nodes(st->els) + expr_nodes(st->e) + expr_nodes(st->lhs) +
+             expr_nodes(st->lo) + expr_nodes(st->hi) + expr_nodes(st->step) + expr_nodes(st->stages);
+        for (int j = 0; j < st->dims.n; j++)
+            n += expr_nodes(st->dims.v[j]);
+    }
+    return n;
+}
+
 /* Instantiates a fn for this call: binds generics (explicit or inferred from argument
  * types), checks the arguments, and checks a copy of the body. */
 static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
@@ -1703,6 +1728,16 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
         ERR(e->loc, "fn calls nest deeper than %d levels (is '%s' recursive?)", TL_MAX_INLINE_DEPTH, fn->name.s);
         return ty_error();
     }
+    /* every call inlines a copy of the body: fns that each call the next twice would double the
+     * code at every level, so the total is bounded (reported once) */
+    if (s->inlined_nodes <= TL_MAX_INLINE_NODES) {
+        s->inlined_nodes += stmts_nodes(fn->body);
+        if (s->inlined_nodes > TL_MAX_INLINE_NODES)
+            ERR(e->loc, "inlining fn '%s' here makes the inlined fn bodies larger than %d syntax nodes", fn->name.s,
+                TL_MAX_INLINE_NODES);
+    }
+    if (s->inlined_nodes > TL_MAX_INLINE_NODES)
+        return ty_error();
     if (!check_named(s, e, fn->name.s, NULL))
         return ty_error();
     if (e->args.n != fn->nparams) {

@@ -36,6 +36,7 @@ typedef struct SemaCtx {
     bool partial;             /* some threads may have returned */
     Loc partial_loc;
     int inline_depth;
+    int64_t inlined_nodes;    /* size of the fn bodies inlined so far (TL_MAX_INLINE_NODES) */
     Type *fn_ret;             /* inside an inlined fn: its return type (void for none) */
     Item *fn_item;
     bool fn_generic_check;    /* checking a fn body on its own */
