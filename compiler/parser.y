@@ -632,6 +632,16 @@ static int yyreport_syntax_error(const yypcontext_t *pctx, void *scanner, ParseC
     (void)scanner;
     enum { MAXEXP = 5 };
     yysymbol_kind_t expected[MAXEXP];
+    /* keywords and operators are quoted like single characters ('grid', '..'); descriptive
+     * names (identifier, end of file) are not */
+#define PUT_SYMBOL(b, k)                                                                     \
+    do {                                                                                     \
+        const char *nm_ = yysymbol_name(k);                                                  \
+        if (nm_[0] == '\'' || strchr(nm_, ' ') || (k) == YYSYMBOL_IDENT)                    \
+            sb_puts((b), nm_);                                                               \
+        else                                                                                 \
+            sb_printf((b), "'%s'", nm_);                                                     \
+    } while (0)
     int n = yypcontext_expected_tokens(pctx, expected, MAXEXP);
     yysymbol_kind_t found = yypcontext_token(pctx);
     Loc loc = *yypcontext_location(pctx);
@@ -641,7 +651,7 @@ static int yyreport_syntax_error(const yypcontext_t *pctx, void *scanner, ParseC
         for (int i = 0; i < n; i++) {
             if (i > 0)
                 sb_puts(&msg, i == n - 1 ? " or " : ", ");
-            sb_puts(&msg, yysymbol_name(expected[i]));
+            PUT_SYMBOL(&msg, expected[i]);
         }
         sb_puts(&msg, ", found ");
     } else {
@@ -653,8 +663,9 @@ static int yyreport_syntax_error(const yypcontext_t *pctx, void *scanner, ParseC
                found != YYSYMBOL_STRING) {
         sb_printf(&msg, "'%.*s'", (int)(loc.end - loc.begin), ctx->text + loc.begin);
     } else {
-        sb_puts(&msg, yysymbol_name(found));
+        PUT_SYMBOL(&msg, found);
     }
+#undef PUT_SYMBOL
     /* a missing ';' is reported after the previous token, where it belongs */
     diag_error(ctx->diag, loc, "%s", msg.data);
     sb_free(&msg);
