@@ -666,7 +666,12 @@ static int yyreport_syntax_error(const yypcontext_t *pctx, void *scanner, ParseC
         PUT_SYMBOL(&msg, found);
     }
 #undef PUT_SYMBOL
-    /* a missing ';' is reported after the previous token, where it belongs */
+    /* a missing ';' is reported after the previous token, where it belongs (end of file is
+     * not a token from the scanner: the previous token is the last one) */
+    uint32_t prev_end = found == YYSYMBOL_YYEOF ? ctx->tok_end : ctx->prev_tok_end;
+    for (int i = 0; i < n; i++)
+        if (strcmp(yysymbol_name(expected[i]), "';'") == 0 && prev_end < loc.begin)
+            loc.begin = loc.end = prev_end;
     diag_error(ctx->diag, loc, "%s", msg.data);
     sb_free(&msg);
     return 0;
