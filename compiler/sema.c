@@ -461,6 +461,12 @@ bool comp_resolve(Compilation *c)
 }
 
 /* ---- kernel signatures ---- */
+/* a generic kind with its article, for messages: "an int", "a type" */
+static const char *a_kind(GenericKind k)
+{
+    return k == GK_INT ? "an int" : k == GK_BOOL ? "a bool" : k == GK_FLOAT ? "a float" : "a type";
+}
+
 static Type *generic_type(GenericKind k)
 {
     switch (k) {
@@ -510,7 +516,7 @@ static void bind_generics(SemaCtx *s, Item *it, const GenericArgs *args)
             Type *t = check_expr(s, gp->deflt, NULL);
             s->scope = saved;
             if (t->kind != TY_ERROR && gp->deflt->cv.kind != CV_UNKNOWN && !value_matches_kind(gp->kind, gp->deflt->cv))
-                ERR(gp->deflt->loc, "default of '%s' is not a %s", gp->name.s, generic_kind_name(gp->kind));
+                ERR(gp->deflt->loc, "default of '%s' is not %s", gp->name.s, a_kind(gp->kind));
         }
         gp->sym = gs;
         scope_add(s, gs);
@@ -769,7 +775,7 @@ static bool eval_spec_value(SemaCtx *s, GenericKind k, Expr *e, ConstVal *out)
 {
     if (e->kind == EX_TYPE) {
         if (k != GK_TYPE) {
-            ERR(e->loc, "expected a %s value, found the type '%s'", generic_kind_name(k), dtype_name(e->prim));
+            ERR(e->loc, "expected %s value, found the type '%s'", a_kind(k), dtype_name(e->prim));
             return false;
         }
         out->kind = CV_TYPE;
@@ -784,7 +790,7 @@ static bool eval_spec_value(SemaCtx *s, GenericKind k, Expr *e, ConstVal *out)
         return false;
     }
     if (!value_matches_kind(k, e->cv)) {
-        ERR(e->loc, "expected a %s value", generic_kind_name(k));
+        ERR(e->loc, "expected %s value", a_kind(k));
         return false;
     }
     *out = e->cv;
@@ -952,8 +958,8 @@ bool sema_generic_args_from_strings(Compilation *c, Item *k, const char **assign
         ConstVal v;
         Type *t;
         if (!parse_define_value(val, &v, &t) || !value_matches_kind(k->generics[gi].kind, v)) {
-            diag_error(&c->diag, loc_none(), "generic '%s' of '%s' is a %s; '%s' is not", name, k->name.s,
-                       generic_kind_name(k->generics[gi].kind), val);
+            diag_error(&c->diag, loc_none(), "generic '%s' of '%s' is %s; '%s' is not", name, k->name.s,
+                       a_kind(k->generics[gi].kind), val);
             return false;
         }
         if (k->generics[gi].kind == GK_FLOAT && v.kind == CV_INT)
