@@ -131,6 +131,7 @@ item
     : import_item | const_item | fn_item | kernel_item | spec_item
     | error ';'             { $$ = NULL; }
     | error '}'             { $$ = NULL; }
+    | error block           { $$ = NULL; } /* a broken signature: skip its body whole */
     ;
 
 /* import = "import" string ";" ; */
@@ -283,6 +284,9 @@ launch_attrs
 /* block = "{" { stmt } "}" ; */
 block
     : '{' stmts '}'             { $$ = $2; }
+    /* a statement broken just before the '}' (a missing ';', say) ends here with its block,
+       instead of taking the '}' as its own end and leaving the block open */
+    | '{' stmts error '}'       { $$ = $2; }
     ;
 stmts
     : %empty                    { memset(&$$, 0, sizeof $$); }
@@ -343,7 +347,7 @@ stmt
     | REQUIRE expr opt_msg ';'  { $$ = ast_stmt(A(ctx), ST_REQUIRE, @$); $$->e = $2; $$->msg = $3; }
     | block_stmt                { $$ = $1; }
     | error ';'                 { $$ = NULL; }
-    | error '}'                 { $$ = NULL; }
+    | error block               { $$ = NULL; } /* a broken if/for/while/parallel header */
     ;
 block_stmt
     : block                     { $$ = ast_stmt(A(ctx), ST_BLOCK, @$); $$->body = $1;
