@@ -342,6 +342,8 @@ static void add_global(SemaCtx *s, Sym *sym)
     *global_slot(c, sym->name) = sym;
 }
 
+static void check_const_value(SemaCtx *s, Sym *sym, Item *it);
+
 /* -D NAME=VALUE: an integer, float, bool or type name */
 static bool parse_define_value(const char *v, ConstVal *out, Type **type)
 {
@@ -375,17 +377,27 @@ static bool parse_define_value(const char *v, ConstVal *out, Type **type)
     return false;
 }
 
-static void check_const(SemaCtx *s, Sym *sym, int depth)
+/* Constants are evaluated in the order they are used: a constant's initializer evaluates the
+ * constants it names (check_name calls back here), whatever their order in the file. */
+void sema_check_const(SemaCtx *s, Sym *sym)
 {
     Item *it = sym->item;
-    if (sym->cv.kind != CV_NONE || sym->used)
+    if (!it || sym->const_state != CONST_UNCHECKED)
         return;
-    if (depth > 64) {
+    if (s->const_depth >= 64) {
         ERR(it->loc, "constants refer to each other too deeply");
+        sym->const_state = CONST_DONE;
         return;
     }
-    sym->used = true; /* in progress: a cycle finds it with no value */
-    /* constants referenced by this one are checked first */
+    sym->const_state = CONST_BUSY; /* a use of it meanwhile is a cycle */
+    s->const_depth++;
+    check_const_value(s, sym, it);
+    s->const_depth--;
+    sym->const_state = CONST_DONE;
+}
+
+static void check_const_value(SemaCtx *s, Sym *sym, Item *it)
+{
     Type *ann = it->ty ? resolve_type(s, it->ty, false) : NULL;
     Type *t = check_expr(s, it->value, ann && ann->kind == TY_SCALAR ? ann : NULL);
     if (t->kind == TY_ERROR) {
@@ -449,12 +461,12 @@ bool comp_resolve(Compilation *c)
         }
         sym->type = t;
         sym->cv = v;
-        sym->used = true;
+        sym->const_state = CONST_DONE; /* the value given overrides the source */
     }
     for (int i = 0; i < c->nglobals; i++) {
         Sym *sym = c->globals[i];
-        if (sym->kind == SYM_CONST && sym->item)
-            check_const(s, sym, 0);
+        if (sym->kind == SYM_CONST)
+            sema_check_const(s, sym);
     }
     sema_done(s);
     return !diag_has_errors(&c->diag);

@@ -43,9 +43,12 @@ struct Sym {
     bool varying;        /* LET / VAR: value may differ between threads */
     int parallel_level;  /* nesting level of `parallel` where declared */
     bool used;
+    int const_state;     /* CONST: CONST_UNCHECKED, CONST_BUSY (being evaluated), CONST_DONE */
     void *tir;           /* filled in by TIR lowering */
     int id;
 };
+
+enum { CONST_UNCHECKED, CONST_BUSY, CONST_DONE };
 
 typedef struct Define { const char *name; const char *value; } Define;
 

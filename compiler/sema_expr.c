@@ -253,8 +253,14 @@ static Type *check_name(SemaCtx *s, Expr *e)
         case SYM_KERNEL:
             ERR(e->loc, "'%s' is a %s; call it with arguments", e->str, sym->kind == SYM_FN ? "fn" : "kernel");
             return ty_error();
-        case SYM_GENERIC:
         case SYM_CONST:
+            if (sym->const_state == CONST_BUSY) {
+                ERR(e->loc, "constant '%s' depends on its own value", e->str);
+                return ty_error();
+            }
+            sema_check_const(s, sym);
+            /* fallthrough */
+        case SYM_GENERIC:
             e->cv = sym->cv;
             if (sym->type->kind == TY_TYPE) {
                 e->type = ty_typeval();

@@ -41,6 +41,7 @@ typedef struct SemaCtx {
     Item *fn_item;
     bool fn_generic_check;    /* checking a fn body on its own */
     int stmt_index;           /* index of the statement in the kernel body (require placement) */
+    int const_depth;          /* constants being evaluated, one inside the other */
 } SemaCtx;
 
 /* scopes */
@@ -52,6 +53,9 @@ Sym *scope_lookup_innermost(SemaCtx *s, const char *name);
 void scope_free(SymScope *sc);
 Sym *sym_new(SemaCtx *s, SymKind k, const char *name, Loc loc, Type *t);
 void scope_add(SemaCtx *s, Sym *sym);
+
+/* evaluates a module-level constant (its value and type), before its first use (sema.c) */
+void sema_check_const(SemaCtx *s, Sym *sym);
 
 /* expressions (sema_expr.c) */
 Type *check_expr(SemaCtx *s, Expr *e, Type *expected);
