@@ -418,7 +418,7 @@ static void check_const_value(SemaCtx *s, Sym *sym, Item *it)
 bool comp_resolve(Compilation *c)
 {
     if (c->resolved)
-        return !diag_has_errors(&c->diag);
+        return c->resolve_ok;
     c->resolved = true;
     SemaCtx sc, *s = &sc;
     sema_init(s, c);
@@ -469,7 +469,8 @@ bool comp_resolve(Compilation *c)
             sema_check_const(s, sym);
     }
     sema_done(s);
-    return !diag_has_errors(&c->diag);
+    c->resolve_ok = !diag_has_errors(&c->diag);
+    return c->resolve_ok;
 }
 
 /* ---- kernel signatures ---- */

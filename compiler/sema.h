@@ -68,6 +68,7 @@ typedef struct Compilation {
     Sym **global_index;  /* open-addressing hash of globals by name (capacity a power of two) */
     int global_index_cap;
     bool resolved;       /* module-level resolution done */
+    bool resolve_ok;     /* ... without errors (later errors in one kernel do not undo it) */
     int next_sym_id;
 } Compilation;
 
