@@ -1963,8 +1963,12 @@ Type *check_expr(SemaCtx *s, Expr *e, Type *expected)
     case EX_TERNARY: break;
     }
     e->type = t;
+    /* an untyped constant takes the type the context expects, when it can without a
+     * diagnostic; otherwise the caller's own coerce() reports it, once and in its words */
     if (expected && expected->kind == TY_SCALAR && (t->kind == TY_UNTYPED_INT || t->kind == TY_UNTYPED_FLOAT)) {
-        if (!(t->kind == TY_UNTYPED_FLOAT && dtype_is_int(expected->dt)) && expected->dt != DT_BOOL)
+        DType dt = expected->dt;
+        if (!(t->kind == TY_UNTYPED_FLOAT && dtype_is_int(dt)) && dt != DT_BOOL && dtype_kind(dt) != DK_SCALE &&
+            !(e->cv.kind == CV_INT && dtype_is_int(dt) && !cv_fits(e->cv, dt)))
             coerce(s, e, expected, "value");
     }
     return e->type;
