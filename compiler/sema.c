@@ -536,6 +536,16 @@ static void bind_generics(SemaCtx *s, Item *it, const GenericArgs *args)
     }
 }
 
+/* Marks the shape expressions of a rejected tensor type as erroneous, so that the later checks
+ * of the signature do not report their names as unknown. */
+static void drop_dims(TypeExpr *te)
+{
+    for (int i = 0; i < te->dims.n; i++)
+        te->dims.v[i]->type = ty_error();
+    for (int i = 0; i < te->strides.n; i++)
+        te->strides.v[i]->type = ty_error();
+}
+
 /* Binds the shape and stride names of one tensor parameter. */
 static void bind_tensor_dims(SemaCtx *s, Param *p, int pindex, Sym *ts)
 {
@@ -547,11 +557,13 @@ static void bind_tensor_dims(SemaCtx *s, Param *p, int pindex, Sym *ts)
     }
     if (rank > TL_MAX_RANK) {
         ERR(te->loc, "a tensor has at most %d dimensions", TL_MAX_RANK);
+        drop_dims(te);
         return;
     }
     if (te->strides.n && te->strides.n != rank) {
         ERR(te->loc, "'%s' has %d dimension%s but %d stride%s", p->name.s, rank, rank == 1 ? "" : "s", te->strides.n,
             te->strides.n == 1 ? "" : "s");
+        drop_dims(te);
         return;
     }
     int64_t dims[TL_MAX_RANK];
