@@ -672,7 +672,7 @@ static void check_launch(SemaCtx *s, Item *it)
     }
     s->in_launch = false;
     int64_t nt = 0;
-    if (require_const_int(s, l->threads, "the number of threads", &nt) && nt != DIM_UNKNOWN &&
+    if (require_const_int(s, l->threads, "the number of threads", &nt) == CI_KNOWN &&
         (nt < 32 || nt > 1024 || nt % 32 != 0))
         ERR(l->threads->loc, "threads(%lld): a block has 32 to 1024 threads, a multiple of 32", (long long)nt);
     if (l->cluster.n > 3)
@@ -680,7 +680,7 @@ static void check_launch(SemaCtx *s, Item *it)
     int64_t csize = 1;
     for (int i = 0; i < l->cluster.n && i < 3; i++) {
         int64_t v;
-        if (require_const_int(s, l->cluster.v[i], "a cluster dimension", &v) && v != DIM_UNKNOWN) {
+        if (require_const_int(s, l->cluster.v[i], "a cluster dimension", &v) == CI_KNOWN) {
             if (v < 1)
                 ERR(l->cluster.v[i]->loc, "a cluster dimension must be positive");
             else

@@ -171,25 +171,25 @@ bool coerce(SemaCtx *s, Expr *e, Type *to, const char *what)
     return true;
 }
 
-bool require_const_int(SemaCtx *s, Expr *e, const char *what, int64_t *out)
+ConstIntResult require_const_int(SemaCtx *s, Expr *e, const char *what, int64_t *out)
 {
     Type *t = check_expr(s, e, NULL);
     if (is_err(t))
-        return false;
+        return CI_ERROR;
     if (!is_int_type(t)) {
         ERR(e->loc, "%s must be an integer, found %s", what, tstr(s, t));
-        return false;
+        return CI_ERROR;
     }
     if (e->cv.kind == CV_UNKNOWN) {
         *out = DIM_UNKNOWN;
-        return true;
+        return CI_UNKNOWN;
     }
     if (e->cv.kind != CV_INT) {
         ERR(e->loc, "%s must be a compile-time constant", what);
-        return false;
+        return CI_ERROR;
     }
     *out = e->cv.i;
-    return true;
+    return CI_KNOWN;
 }
 
 /* ---- types written in the source ---- */
@@ -1055,15 +1055,16 @@ static Type *check_tile_builtin(SemaCtx *s, Expr *e, BuiltinId b, const char *fn
         }
         int di = named_index(e, "dim");
         int64_t dim = 0;
+        ConstIntResult dim_rc = CI_KNOWN;
         if (di < 0) {
             if (src->rank != 1) {
                 ERR(e->loc, "'%s' of a %d-D tile needs 'dim = d'", fname, src->rank);
                 return ty_error();
             }
-        } else if (!require_const_int(s, e->args.v[di], "'dim'", &dim)) {
+        } else if ((dim_rc = require_const_int(s, e->args.v[di], "'dim'", &dim)) == CI_ERROR) {
             return ty_error();
         }
-        if (dim != DIM_UNKNOWN && (dim < 0 || dim >= src->rank)) {
+        if (dim_rc == CI_KNOWN && (dim < 0 || dim >= src->rank)) {
             ERR(di >= 0 ? e->args.v[di]->loc : e->loc, "'dim' is %lld but the source has %d dimension%s", (long long)dim,
                 src->rank, src->rank == 1 ? "" : "s");
             return ty_error();
@@ -1079,7 +1080,7 @@ static Type *check_tile_builtin(SemaCtx *s, Expr *e, BuiltinId b, const char *fn
             if (!shapes_match(s, src, dst, e->loc, fname))
                 return ty_error();
         } else {
-            if (dim == DIM_UNKNOWN)
+            if (dim_rc == CI_UNKNOWN)
                 return ty_void();
             int64_t want[TL_MAX_RANK];
             int r = 0;

@@ -64,7 +64,11 @@ Type *resolve_type(SemaCtx *s, TypeExpr *te, bool allow_tensor);
 bool is_region(const Type *t);
 bool expr_is_lvalue(SemaCtx *s, Expr *e, bool report);
 Type *default_type(Type *t);
-bool require_const_int(SemaCtx *s, Expr *e, const char *what, int64_t *out);
+/* A compile-time integer: CI_KNOWN with its value in *out, CI_UNKNOWN when it depends on generic
+ * values not known yet (a generic check), CI_ERROR after a diagnostic. (A separate result,
+ * because any int64 value, DIM_UNKNOWN's included, can be written as a constant.) */
+typedef enum { CI_ERROR, CI_KNOWN, CI_UNKNOWN } ConstIntResult;
+ConstIntResult require_const_int(SemaCtx *s, Expr *e, const char *what, int64_t *out);
 
 /* statements (sema_stmt.c) */
 void check_stmts(SemaCtx *s, StmtList l);

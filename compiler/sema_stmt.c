@@ -116,11 +116,12 @@ static void check_storage(SemaCtx *s, Stmt *st)
     int64_t total = 1;
     for (int i = 0; ok && i < st->dims.n; i++) {
         int64_t v;
-        if (!require_const_int(s, st->dims.v[i], "a tile extent", &v)) {
+        ConstIntResult rc = require_const_int(s, st->dims.v[i], "a tile extent", &v);
+        if (rc == CI_ERROR) {
             ok = false;
             break;
         }
-        if (v != DIM_UNKNOWN && v <= 0) {
+        if (rc == CI_KNOWN && v <= 0) {
             ERR(st->dims.v[i]->loc, "a tile extent must be positive, found %lld", (long long)v);
             ok = false;
             break;
@@ -153,11 +154,12 @@ static void check_storage(SemaCtx *s, Stmt *st)
                 break;
             }
             int64_t v;
-            if (!require_const_int(s, st->layout_args.v[i], "a layout argument", &v)) {
+            ConstIntResult rc = require_const_int(s, st->layout_args.v[i], "a layout argument", &v);
+            if (rc == CI_ERROR) {
                 ok = false;
                 break;
             }
-            if (v != DIM_UNKNOWN && !tl_is_pow2(v)) {
+            if (rc == CI_KNOWN && !tl_is_pow2(v)) {
                 ERR(st->layout_args.v[i]->loc, "'%s' must be a power of two, found %lld", nm, (long long)v);
                 ok = false;
             }
@@ -343,7 +345,7 @@ static void check_for(SemaCtx *s, Stmt *st)
     }
     if (st->for_kind == FOR_PIPELINED) {
         int64_t stages;
-        if (require_const_int(s, st->stages, "the number of stages", &stages) && stages != DIM_UNKNOWN &&
+        if (require_const_int(s, st->stages, "the number of stages", &stages) == CI_KNOWN &&
             (stages < 1 || stages > 8))
             ERR(st->stages->loc, "'pipelined' takes 1 to 8 stages, found %lld", (long long)stages);
         if (s->parallel_level > 0)
