@@ -683,8 +683,8 @@ static void check_launch(SemaCtx *s, Item *it)
         if (require_const_int(s, l->cluster.v[i], "a cluster dimension", &v) == CI_KNOWN) {
             if (v < 1)
                 ERR(l->cluster.v[i]->loc, "a cluster dimension must be positive");
-            else
-                csize *= v;
+            else if (__builtin_mul_overflow(csize, v, &csize))
+                csize = INT64_MAX;
         }
     }
     if (csize > 16)

@@ -404,11 +404,17 @@ static bool expr_equal(const Expr *a, const Expr *b)
     }
 }
 
+/* two's-complement wrapping arithmetic: constants may be as large as the user writes them, and
+ * signed overflow in the compiler itself would be undefined */
+static int64_t wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static int64_t wsub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static int64_t wmul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+
 static void aff_add(Affine *f, const Expr *atom, int64_t c)
 {
     for (int i = 0; i < f->n; i++)
         if (expr_equal(f->atom[i], atom)) {
-            f->coef[i] += c;
+            f->coef[i] = wadd(f->coef[i], c);
             return;
         }
     if (f->n == 8) {
@@ -424,26 +430,26 @@ static void affine(const Expr *e, int64_t scale, Affine *f)
     if (!f->ok)
         return;
     if (e->cv.kind == CV_INT) {
-        f->k += scale * e->cv.i;
+        f->k = wadd(f->k, wmul(scale, e->cv.i));
         return;
     }
     if (e->kind == EX_BINARY && (e->op == OP_ADD || e->op == OP_SUB)) {
         affine(e->a, scale, f);
-        affine(e->b, e->op == OP_ADD ? scale : -scale, f);
+        affine(e->b, e->op == OP_ADD ? scale : wsub(0, scale), f);
         return;
     }
     if (e->kind == EX_BINARY && e->op == OP_MUL) {
         if (e->a->cv.kind == CV_INT) {
-            affine(e->b, scale * e->a->cv.i, f);
+            affine(e->b, wmul(scale, e->a->cv.i), f);
             return;
         }
         if (e->b->cv.kind == CV_INT) {
-            affine(e->a, scale * e->b->cv.i, f);
+            affine(e->a, wmul(scale, e->b->cv.i), f);
             return;
         }
     }
     if (e->kind == EX_UNARY && e->op == OP_NEG) {
-        affine(e->a, -scale, f);
+        affine(e->a, wsub(0, scale), f);
         return;
     }
     aff_add(f, e, scale);
@@ -509,7 +515,7 @@ static Type *check_index(SemaCtx *s, Expr *e)
             if (!ix->a && !ix->b)
                 ext = full;
             else if (!ix->b)
-                ext = (full >= 0 && ix->a->cv.kind == CV_INT) ? full - ix->a->cv.i : DIM_RUNTIME;
+                ext = (full >= 0 && ix->a->cv.kind == CV_INT) ? wsub(full, ix->a->cv.i) : DIM_RUNTIME;
             else if (ix->a && (ix->a->cv.kind == CV_UNKNOWN || ix->b->cv.kind == CV_UNKNOWN))
                 ext = DIM_UNKNOWN;
             else if (!ix->a && ix->b->cv.kind == CV_UNKNOWN)
@@ -1331,7 +1337,7 @@ static Type *check_builtin_call(SemaCtx *s, Expr *e, BuiltinId b)
                     e->cv = (b == BI_MIN) == lt ? a[0]->cv : a[1]->cv;
                 }
             } else if (b == BI_ABS && a[0]->cv.kind == CV_INT) {
-                e->cv = cv_int(a[0]->cv.i < 0 ? -a[0]->cv.i : a[0]->cv.i);
+                e->cv = cv_int(a[0]->cv.i < 0 ? wsub(0, a[0]->cv.i) : a[0]->cv.i);
             }
             if (b == BI_ABS && dtype_kind(t->dt) == DK_UINT) {
                 ERR(e->loc, "'abs' of an unsigned value");
@@ -1397,13 +1403,14 @@ static Type *check_builtin_call(SemaCtx *s, Expr *e, BuiltinId b)
                 ERR(a[1]->loc, "'%s' by zero", fname);
                 return ty_error();
             }
-            int64_t q = x / y, r = x % y;
+            /* INT64_MIN / -1 traps: it wraps to INT64_MIN, as on the target */
+            int64_t q = y == -1 ? wsub(0, x) : x / y, r = y == -1 ? 0 : x % y;
             if (b == BI_CDIV)
-                e->cv = cv_int(q + ((r != 0) && ((r > 0) == (y > 0))));
+                e->cv = cv_int(wadd(q, (r != 0) && ((r > 0) == (y > 0))));
             else if (b == BI_ALIGN)
-                e->cv = cv_int((q + ((r != 0) && ((r > 0) == (y > 0)))) * y);
+                e->cv = cv_int(wmul(wadd(q, (r != 0) && ((r > 0) == (y > 0))), y));
             else if (b == BI_FLOORDIV)
-                e->cv = cv_int(q - ((r != 0) && ((r < 0) != (y < 0))));
+                e->cv = cv_int(wsub(q, (r != 0) && ((r < 0) != (y < 0))));
             else if (b == BI_FLOORMOD)
                 e->cv = cv_int(r + (((r != 0) && ((r < 0) != (y < 0))) ? y : 0));
         } else if (a[0]->cv.kind == CV_UNKNOWN || a[1]->cv.kind == CV_UNKNOWN) {

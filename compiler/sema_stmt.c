@@ -128,7 +128,8 @@ static void check_storage(SemaCtx *s, Stmt *st)
         }
         dims[i] = v;
         if (v > 0 && total > 0) {
-            total *= v;
+            if (__builtin_mul_overflow(total, v, &total))
+                total = INT64_MAX;
             if (total > TL_MAX_TILE_ELEMS) {
                 ERR(st->loc, "tile '%s' has more than %d elements", st->names[0].s, TL_MAX_TILE_ELEMS);
                 ok = false;
@@ -338,9 +339,11 @@ static void check_for(SemaCtx *s, Stmt *st)
             ERR(st->loc, "an 'unroll' loop needs compile-time bounds and step");
         } else {
             int64_t step = st->step ? st->step->cv.i : 1;
-            int64_t trips = st->hi->cv.i > st->lo->cv.i ? (st->hi->cv.i - st->lo->cv.i + step - 1) / step : 0;
+            /* hi - lo fits in 64 unsigned bits however large the bounds */
+            uint64_t span = st->hi->cv.i > st->lo->cv.i ? (uint64_t)st->hi->cv.i - (uint64_t)st->lo->cv.i : 0;
+            uint64_t trips = span / (uint64_t)step + (span % (uint64_t)step != 0);
             if (trips > TL_MAX_UNROLL)
-                ERR(st->loc, "an 'unroll' loop of %lld iterations; the limit is %d", (long long)trips, TL_MAX_UNROLL);
+                ERR(st->loc, "an 'unroll' loop of %llu iterations; the limit is %d", (unsigned long long)trips, TL_MAX_UNROLL);
         }
     }
     if (st->for_kind == FOR_PIPELINED) {
