@@ -503,6 +503,14 @@ static bool only_signature_names(SemaCtx *s, Expr *e)
         ERR(e->loc, "a requirement is checked before launch and cannot use '%s.%s'", e->a->str, e->str);
         return false;
     }
+    /* lane, warp and the thread-level, atomic and tile builtins (a callee is a name too) */
+    if (e->kind == EX_NAME && e->builtin) {
+        BuiltinClass cls = builtin_info(e->builtin)->cls;
+        if (cls == BC_THREAD || cls == BC_ATOMIC || cls == BC_TILE || e->builtin == BI_LANE || e->builtin == BI_WARP) {
+            ERR(e->loc, "a requirement is checked before launch and cannot use '%s'", e->str);
+            return false;
+        }
+    }
     if (e->kind == EX_INDEX) {
         ERR(e->loc, "a requirement is checked on the host and cannot read tensor elements");
         return false;
