@@ -752,6 +752,7 @@ bool sema_fn_generic(Compilation *c, Item *fn)
     int errs = c->diag.nerrors;
     SemaCtx sc, *s = &sc;
     sema_init(s, c);
+    s->fn_generic_check = true;
     if (fn->nparams > TL_MAX_PARAMS) {
         /* as for kernels; the duplicate check below is quadratic */
         ERR(fn->name.loc, "'%s' has %d parameters; the limit is %d", fn->name.s, fn->nparams, TL_MAX_PARAMS);
