@@ -534,7 +534,7 @@ static void check_require(SemaCtx *s, Stmt *st)
         return;
     if (st->e->cv.kind == CV_BOOL && !st->e->cv.b) {
         StrBuf b = {0};
-        ast_print_expr(&b, st->e);
+        ast_print_src(&b, st->e);
         if (st->msg)
             ERR(st->e->loc, "requirement fails for this specialisation: %s", st->msg);
         else
