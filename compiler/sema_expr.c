@@ -58,7 +58,7 @@ static Type *unify(SemaCtx *s, Expr *a, Expr *b, Loc loc, const char *opname)
     if (ta->kind == TY_TYPE || tb->kind == TY_TYPE) {
         if (ta->kind == TY_TYPE && tb->kind == TY_TYPE)
             return ta;
-        ERR(loc, "cannot compare a type with a value");
+        ERR(loc, "operands of '%s' are a type and a value", opname);
         return ty_error();
     }
     bool ua = ta->kind == TY_UNTYPED_INT || ta->kind == TY_UNTYPED_FLOAT;
