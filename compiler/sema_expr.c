@@ -164,7 +164,15 @@ bool coerce(SemaCtx *s, Expr *e, Type *to, const char *what)
         ok = dtype_bits(fd) <= dtype_bits(dt); /* exact widening */
     }
     if (!ok) {
-        ERR(e->loc, "%s: expected %s, found %s; convert explicitly with %s(x)", what, dtype_name(dt), dtype_name(fd), dtype_name(dt));
+        /* suggest a conversion only where conversion_ok() would accept it */
+        bool convertible = dt != DT_BOOL && !(fd == DT_BOOL && !dtype_is_int(dt)) &&
+                           !(dtype_kind(dt) == DK_SCALE && fd != DT_F32 && fd != DT_BF16) &&
+                           !(dtype_kind(fd) == DK_SCALE && dt != DT_F32 && dt != DT_BF16);
+        if (convertible)
+            ERR(e->loc, "%s: expected %s, found %s; convert explicitly with %s(x)", what, dtype_name(dt), dtype_name(fd),
+                dtype_name(dt));
+        else
+            ERR(e->loc, "%s: expected %s, found %s", what, dtype_name(dt), dtype_name(fd));
         return false;
     }
     e->type = to;
