@@ -592,8 +592,9 @@ void check_body_inline(SemaCtx *s, InlineCall *ic, Expr *call)
     s->inline_depth++;
     int errs = s->d->nerrors;
     check_block(s, ic->body);
-    /* a fn checked on its own has no call to point at */
-    if (s->d->nerrors > errs && !(s->fn_generic_check && s->inline_depth == 1))
+    /* a fn checked on its own has no call to point at; of a deep chain of calls (recursion)
+     * the outermost few are shown */
+    if (s->d->nerrors > errs && !(s->fn_generic_check && s->inline_depth == 1) && s->inline_depth <= 4)
         diag_note(s->d, call->loc, "in this call of '%s'", ic->fn->name.s);
     /* a fn with a result must end in a return on every path we can see */
     if (ic->ret->kind != TY_VOID && !is_err(ic->ret)) {
