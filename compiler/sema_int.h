@@ -38,6 +38,7 @@ typedef struct SemaCtx {
     int inline_depth;
     int64_t inlined_nodes;    /* size of the fn bodies inlined so far (TL_MAX_INLINE_NODES) */
     Type *fn_ret;             /* inside an inlined fn: its return type (void for none) */
+    int fn_parallel_level;    /* inside an inlined fn: parallel_level at the call */
     Item *fn_item;
     bool fn_generic_check;    /* checking a fn body on its own */
     int stmt_index;           /* index of the statement in the kernel body (require placement) */

@@ -435,7 +435,8 @@ static void check_parallel(SemaCtx *s, Stmt *st)
 
 static void check_return(SemaCtx *s, Stmt *st)
 {
-    if (s->parallel_level > 0) {
+    /* a fn's return leaves the fn, which may be called inside a 'parallel' loop */
+    if (s->parallel_level > (s->fn_ret ? s->fn_parallel_level : 0)) {
         ERR(st->loc, "'return' cannot leave a 'parallel' loop");
         return;
     }
@@ -586,6 +587,8 @@ void check_body_inline(SemaCtx *s, InlineCall *ic, Expr *call)
     Type *saved_ret = s->fn_ret;
     Item *saved_fn = s->fn_item;
     int saved_loops = s->loop_depth;
+    int saved_plevel = s->fn_parallel_level;
+    s->fn_parallel_level = s->parallel_level;
     s->fn_ret = ic->ret;
     s->fn_item = ic->fn;
     s->loop_depth = 0;
@@ -604,6 +607,7 @@ void check_body_inline(SemaCtx *s, InlineCall *ic, Expr *call)
     }
     s->inline_depth--;
     s->loop_depth = saved_loops;
+    s->fn_parallel_level = saved_plevel;
     s->fn_ret = saved_ret;
     s->fn_item = saved_fn;
 }

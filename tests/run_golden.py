@@ -3,7 +3,8 @@
 
 In a test file:
   // RUN: tilec ARGS        the command (default `tilec check %s`); %s is the file's name and the
-                            command runs in the file's folder, so paths in the output are short
+                            command runs in the file's folder, so paths in the output are short;
+                            several RUN lines run in order, their outputs joined
   // EXIT: N                expected exit status (default 1 if an error is expected, else 0)
   expected-error: MSG       in a `//` comment: a diagnostic with exactly this message on this line;
   expected-warning: MSG     `expected-error@+1: MSG` / `@-2` for a nearby line, `@FILE:N` for a line
@@ -58,7 +59,7 @@ def parse_test(path):
     text = open(path, **ENC).read()
     lines = text.split('\n')
     name = os.path.basename(path)
-    t = dict(run=None, exit=None, annots=[], checks=[], out=None, lines=lines)
+    t = dict(runs=[], exit=None, annots=[], checks=[], out=None, lines=lines)
     out = []
     for i, ln in enumerate(lines, 1):
         if ln.startswith('//>'):
@@ -66,7 +67,7 @@ def parse_test(path):
             continue
         m = re.search(r'//\s*RUN:\s*(.*?)\s*$', ln)
         if m:
-            t['run'] = m.group(1)
+            t['runs'].append(m.group(1))
         m = re.search(r'//\s*EXIT:\s*(\d+)', ln)
         if m:
             t['exit'] = int(m.group(1))
@@ -147,11 +148,12 @@ def run_test(tilec, path, update=False):
     """Returns a list of failure messages (empty: the test passed)."""
     t = parse_test(path)
     cwd = os.path.dirname(os.path.abspath(path))
-    cmd = (t['run'] or 'tilec check %s').replace('%s', os.path.basename(path))
-    rc, out, err = run_cmd(tilec, cmd, cwd)
-    errs = []
-    if rc != t['exit']:
-        errs.append('exit status %s, expected %d' % (rc, t['exit']))
+    errs, out, err = [], '', ''
+    for cmd in t['runs'] or ['tilec check %s']:
+        rc, o, e = run_cmd(tilec, cmd.replace('%s', os.path.basename(path)), cwd)
+        out, err = out + o, err + e
+        if rc != t['exit']:
+            errs.append('%s: exit status %s, expected %d' % (cmd, rc, t['exit']))
     if 'internal compiler error' in err or 'Sanitizer' in err or 'runtime error:' in err:
         errs.append('crash or internal error')
     errs += check_annotations(t, parse_diags(err))
