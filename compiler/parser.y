@@ -129,9 +129,9 @@ module
 
 item
     : import_item | const_item | fn_item | kernel_item | spec_item
-    | error ';'             { $$ = NULL; }
-    | error '}'             { $$ = NULL; }
-    | error block           { $$ = NULL; } /* a broken signature: skip its body whole */
+    | error ';'             { $$ = NULL; ctx->item_doc = NULL; }
+    | error '}'             { $$ = NULL; ctx->item_doc = NULL; }
+    | error block           { $$ = NULL; ctx->item_doc = NULL; } /* a broken signature: skip its body whole */
     ;
 
 /* import = "import" string ";" ; */
