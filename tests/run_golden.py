@@ -9,7 +9,8 @@ In a test file:
   expected-error: MSG       in a `//` comment: a diagnostic with exactly this message on this line;
   expected-warning: MSG     `expected-error@+1: MSG` / `@-2` for a nearby line, `@FILE:N` for a line
   expected-note: MSG        of another file (an import), `@none` for one without a location
-  // CHECK: TEXT            stdout contains TEXT on a later line than the previous CHECK;
+  // CHECK: TEXT            stdout contains TEXT (spaces around it ignored) on a later line than
+                            the previous CHECK;
   // CHECK-NEXT: TEXT       ... on the very next line
   //> LINE                  the exact standard error, line by line (source lines and carets
                             included); required whenever standard error is not empty
@@ -71,7 +72,7 @@ def parse_test(path):
         m = re.search(r'//\s*EXIT:\s*(\d+)', ln)
         if m:
             t['exit'] = int(m.group(1))
-        m = re.search(r'//\s*(CHECK|CHECK-NEXT):\s?(.*?)\s*$', ln)
+        m = re.search(r'//\s*(CHECK|CHECK-NEXT):\s*(.*?)\s*$', ln)
         if m:
             t['checks'].append((m.group(1), m.group(2)))
         m = ANNOT_RE.search(ln)
