@@ -168,11 +168,13 @@ def run_test(tilec, path, update=False):
 
 
 def write_block(path, t, err):
-    """Puts the //> lines in place of the old ones, or after the leading comment block."""
+    """Puts the //> lines in place of the old ones, or after the leading comment lines (before
+    any expected-* line among them, whose @+N offsets must not change)."""
     lines = [ln for ln in t['lines'] if not ln.startswith('//>')]
     block = ['//> ' + ln if ln else '//>' for ln in err.rstrip('\n').split('\n')] if err else []
     old = [i for i, ln in enumerate(t['lines']) if ln.startswith('//>')]
-    at = old[0] if old else next((i for i, ln in enumerate(lines) if not ln.startswith('//')), 0)
+    at = old[0] if old else next((i for i, ln in enumerate(lines)
+                                  if not ln.startswith('//') or 'expected-' in ln), len(lines))
     lines[at:at] = block
     with open(path, 'w', **ENC) as f:
         f.write('\n'.join(lines))
