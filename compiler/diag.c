@@ -169,6 +169,15 @@ static void emit(DiagEngine *d, DiagLevel level, Loc loc, const char *fmt, va_li
             d->last_printed = false;
             return;
         }
+        /* warnings are bounded like errors, so that no input prints without end */
+        if (level == DIAG_WARNING && d->nwarnings > d->max_errors) {
+            if (!d->warnings_capped) {
+                d->warnings_capped = true;
+                sb_printf(&d->out, "tilec: warning: too many warnings (%d); not showing the others\n", d->max_errors);
+            }
+            d->last_printed = false;
+            return;
+        }
         d->last_printed = true;
     }
     if (loc.file >= 0 && loc.file < d->nfiles) {

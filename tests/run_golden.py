@@ -226,6 +226,9 @@ STRESS = [
      [('error', "unknown name 'nope'")] * 20 + [TOO_MANY]),
     ('syntax-errors-10k', {'t.tl': kernel('x[0] = 1 +;\n' * 10000)}, None,
      [('error', "unexpected ';'")] * 20 + [TOO_MANY]),
+    ('warnings-20k', {'t.tl': kernel('frag f: f32[32];\nshared t: f32[32];\n' + 'copy(t, f, other = 0.0);\n' * 20000)},
+     None, [('warning', "'other' has no effect: only reads of a global tensor can fall outside it")] * 20
+     + [('warning', 'too many warnings (20); not showing the others')]),
     ('lex-errors-10k', {'t.tl': '$' * 10000}, None, [('error', "unexpected character '$'")] * 20 + [TOO_MANY]),
     ('lets-100k-distinct', {'t.tl': kernel(''.join('let v%d = %d;\n' % (i, i) for i in range(100000)))},
      None, []),
