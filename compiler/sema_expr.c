@@ -230,7 +230,9 @@ Type *resolve_type(SemaCtx *s, TypeExpr *te, bool allow_tensor)
         }
         for (int i = 0; i < te->nelems; i++) {
             el[i] = resolve_type(s, te->elems[i], false);
-            if (el[i]->kind != TY_SCALAR && el[i]->kind != TY_GENERIC && !is_err(el[i])) {
+            if (is_err(el[i]))
+                return el[i]; /* reported; a tuple with an <error> inside would show in messages */
+            if (el[i]->kind != TY_SCALAR && el[i]->kind != TY_GENERIC) {
                 ERR(te->elems[i]->loc, "a tuple holds scalars only");
                 return ty_error();
             }
