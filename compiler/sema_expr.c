@@ -1107,7 +1107,7 @@ static Type *check_tile_builtin(SemaCtx *s, Expr *e, BuiltinId b, const char *fn
             for (int i = 0; ok && i < r; i++)
                 if (want[i] >= 0 && dst->dims[i] >= 0 && want[i] != dst->dims[i])
                     ok = false;
-            if (r == 0 && dst->rank == 1 && dst->dims[0] == 1)
+            if (r == 0 && dst->rank == 1 && (dst->dims[0] == 1 || dst->dims[0] == DIM_UNKNOWN))
                 ok = true;
             if (!ok) {
                 Type *wt = ty_region(s->arena, TY_TILE, SC_FRAG, dst->dt, dst->generic_name, r ? r : 1, r ? want : (int64_t[]){1});
