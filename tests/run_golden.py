@@ -57,13 +57,14 @@ def parse_diags(stderr):
 
 
 def parse_test(path):
-    text = open(path, **ENC).read()
+    text = open(path, newline='', **ENC).read()  # keep \r\n: a test may be about it
     lines = text.split('\n')
     name = os.path.basename(path)
     t = dict(runs=[], exit=None, annots=[], checks=[], out=None, lines=lines)
     out = []
     for i, ln in enumerate(lines, 1):
         if ln.startswith('//>'):
+            ln = ln.rstrip('\r')  # tilec never prints \r, so a \r here is the file's line end
             out.append(ln[4:] if ln.startswith('//> ') else ln[3:])
             continue
         m = re.search(r'//\s*RUN:\s*(.*?)\s*$', ln)
@@ -176,7 +177,7 @@ def write_block(path, t, err):
     at = old[0] if old else next((i for i, ln in enumerate(lines)
                                   if not ln.startswith('//') or 'expected-' in ln), len(lines))
     lines[at:at] = block
-    with open(path, 'w', **ENC) as f:
+    with open(path, 'w', newline='', **ENC) as f:
         f.write('\n'.join(lines))
 
 
