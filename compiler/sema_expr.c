@@ -1754,13 +1754,21 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
     }
     /* every call inlines a copy of the body: fns that each call the next twice would double the
      * code at every level, so the total is bounded (reported once) */
-    if (s->inlined_nodes <= TL_MAX_INLINE_NODES) {
-        s->inlined_nodes += stmts_nodes(fn->body);
-        if (s->inlined_nodes > TL_MAX_INLINE_NODES)
+    if (!s->inline_over) {
+        int64_t size = stmts_nodes(fn->body);
+        s->inlined_nodes += size;
+        s->comp->inlined_nodes += size;
+        if (s->inlined_nodes > TL_MAX_INLINE_NODES) {
             ERR(e->loc, "inlining fn '%s' here makes the inlined fn bodies larger than %d syntax nodes", fn->name.s,
                 TL_MAX_INLINE_NODES);
+            s->inline_over = true;
+        } else if (s->comp->inlined_nodes > TL_MAX_INLINE_TOTAL) {
+            ERR(e->loc, "inlining fn '%s' here makes the fn bodies inlined in this compilation larger than %d syntax nodes",
+                fn->name.s, TL_MAX_INLINE_TOTAL);
+            s->inline_over = true;
+        }
     }
-    if (s->inlined_nodes > TL_MAX_INLINE_NODES)
+    if (s->inline_over)
         return ty_error();
     if (!check_named(s, e, fn->name.s, NULL))
         return ty_error();

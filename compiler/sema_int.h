@@ -37,6 +37,7 @@ typedef struct SemaCtx {
     Loc partial_loc;
     int inline_depth;
     int64_t inlined_nodes;    /* size of the fn bodies inlined so far (TL_MAX_INLINE_NODES) */
+    bool inline_over;         /* a limit on inlining was reported: further calls are errors */
     Type *fn_ret;             /* inside an inlined fn: its return type (void for none) */
     int fn_parallel_level;    /* inside an inlined fn: parallel_level at the call */
     Item *fn_item;

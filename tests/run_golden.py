@@ -274,6 +274,12 @@ STRESS = [
     ('fn-inline-chain-32', {'t.tl': ''.join('fn f%d(x: f32) -> f32 { return f%d(x) + f%d(x); }\n'
                                             % (i, i + 1, i + 1) for i in range(40))
                             + 'fn f40(x: f32) -> f32 { return x; }\n'}, None, None),
+    ('inline-total', {'t.tl': 'fn m(v: f32) -> f32 {\n' + ''.join('    let a%d = v * 2.0;\n' % i for i in range(110))
+                      + '    return v;\n}\n' + ''.join('kernel k%d() grid(1) threads(32) {\n' % i
+                      + ''.join('    let r%d = m(1.0);\n' % j for j in range(110)) + '}\n' for i in range(24))},
+     None,
+     [('error', "inlining fn 'm' here makes the fn bodies inlined in this compilation larger than 1048576 "
+                "syntax nodes")] * 3),
     ('too-many-I', {'t.tl': ''}, 'tilec check' + ' -I .' * 65 + ' t.tl', [('error', 'too many -I options')]),
     ('too-many-g', {'t.tl': ''}, 'tilec check' + ' -g A=1' * 65 + ' t.tl', [('error', 'too many -g options')]),
 ]
