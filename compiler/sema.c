@@ -720,6 +720,20 @@ static void check_signature_dims(SemaCtx *s, Item *it)
     s->in_signature = false;
 }
 
+bool sema_count_checked(SemaCtx *s, StmtList body, int weight, Loc loc)
+{
+    Compilation *c = s->comp;
+    if (c->checked_nodes > TL_MAX_CHECKED_NODES)
+        return false; /* reported when it was passed */
+    c->checked_nodes += weight * stmts_nodes(body);
+    if (c->checked_nodes > TL_MAX_CHECKED_NODES) {
+        ERR(loc, "this compilation checks more than %d syntax nodes (a kernel once per specialisation, a fn once "
+                 "per call); stopping here", TL_MAX_CHECKED_NODES);
+        return false;
+    }
+    return true;
+}
+
 bool sema_kernel(Compilation *c, Item *kernel, const GenericArgs *args)
 {
     int errs = c->diag.nerrors;
@@ -727,6 +741,8 @@ bool sema_kernel(Compilation *c, Item *kernel, const GenericArgs *args)
         return false;
     SemaCtx sc, *s = &sc;
     sema_init(s, c);
+    if (!sema_count_checked(s, kernel->body, CHECK_IN_PLACE, kernel->name.loc))
+        return false;
     s->kernel = kernel;
     s->generic = args == NULL;
     scope_push(s);
@@ -753,6 +769,8 @@ bool sema_fn_generic(Compilation *c, Item *fn)
     SemaCtx sc, *s = &sc;
     sema_init(s, c);
     s->fn_generic_check = true;
+    if (!sema_count_checked(s, fn->body, CHECK_COPY, fn->name.loc))
+        return false;
     if (fn->nparams > TL_MAX_PARAMS) {
         /* as for kernels; the duplicate check below is quadratic */
         ERR(fn->name.loc, "'%s' has %d parameters; the limit is %d", fn->name.s, fn->nparams, TL_MAX_PARAMS);

@@ -69,11 +69,13 @@ typedef struct Compilation {
     int global_index_cap;
     bool resolved;       /* module-level resolution done */
     bool resolve_ok;     /* ... without errors (later errors in one kernel do not undo it) */
-    /* Syntax nodes of fn bodies inlined by all the checks so far. Every check (each kernel, each
-     * specialisation, each fn on its own) inlines its calls anew, so many small kernels calling
-     * one big fn would cost time and memory without end; past TL_MAX_INLINE_TOTAL every call is
-     * an error. A long-lived compilation (the JIT) may set it back to 0 between requests. */
-    int64_t inlined_nodes;
+    /* Syntax nodes checked so far: a kernel body once per check (each specialisation is one),
+     * a fn body once per call (it is inlined: copied, so it counts 4 times) and once on its own.
+     * Checks allocate from the arena and take time in proportion, and a small input can ask for
+     * many (4096 instances of a big kernel, many kernels calling one big fn), so past
+     * TL_MAX_CHECKED_NODES a check is an error. A long-lived compilation (the JIT) may set it
+     * back to 0 between requests. */
+    int64_t checked_nodes;
     int next_sym_id;
 } Compilation;
 

@@ -1726,7 +1726,7 @@ static int64_t expr_nodes(const Expr *e)
     return n;
 }
 
-static int64_t stmts_nodes(StmtList l)
+int64_t stmts_nodes(StmtList l)
 {
     int64_t n = 0;
     for (int i = 0; i < l.n; i++) {
@@ -1757,14 +1757,11 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
     if (!s->inline_over) {
         int64_t size = stmts_nodes(fn->body);
         s->inlined_nodes += size;
-        s->comp->inlined_nodes += size;
         if (s->inlined_nodes > TL_MAX_INLINE_NODES) {
             ERR(e->loc, "inlining fn '%s' here makes the inlined fn bodies larger than %d syntax nodes", fn->name.s,
                 TL_MAX_INLINE_NODES);
             s->inline_over = true;
-        } else if (s->comp->inlined_nodes > TL_MAX_INLINE_TOTAL) {
-            ERR(e->loc, "inlining fn '%s' here makes the fn bodies inlined in this compilation larger than %d syntax nodes",
-                fn->name.s, TL_MAX_INLINE_TOTAL);
+        } else if (!sema_count_checked(s, fn->body, CHECK_COPY, e->loc)) {
             s->inline_over = true;
         }
     }

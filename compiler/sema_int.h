@@ -56,6 +56,13 @@ void scope_free(SymScope *sc);
 Sym *sym_new(SemaCtx *s, SymKind k, const char *name, Loc loc, Type *t);
 void scope_add(SemaCtx *s, Sym *sym);
 
+/* syntax nodes of a list of statements (sema_expr.c) */
+int64_t stmts_nodes(StmtList l);
+/* counts a body about to be checked (weight: 1 in place, 4 for a copy) into
+ * comp->checked_nodes; false (after a diagnostic at loc) past TL_MAX_CHECKED_NODES */
+enum { CHECK_IN_PLACE = 1, CHECK_COPY = 4 };
+bool sema_count_checked(SemaCtx *s, StmtList body, int weight, Loc loc);
+
 /* evaluates a module-level constant (its value and type), before its first use (sema.c) */
 void sema_check_const(SemaCtx *s, Sym *sym);
 

@@ -278,8 +278,14 @@ STRESS = [
                       + '    return v;\n}\n' + ''.join('kernel k%d() grid(1) threads(32) {\n' % i
                       + ''.join('    let r%d = m(1.0);\n' % j for j in range(110)) + '}\n' for i in range(24))},
      None,
-     [('error', "inlining fn 'm' here makes the fn bodies inlined in this compilation larger than 1048576 "
-                "syntax nodes")] * 3),
+     [('error', "this compilation checks more than 2097152 syntax nodes (a kernel once per specialisation, a fn "
+                "once per call); stopping here")]),
+    ('specialized-checks', {'t.tl': 'kernel k<A: int, B: int>() grid(1) threads(32) {\n'
+                            + ''.join('    let a%d = A * %d + B;\n' % (i, i) for i in range(2000)) + '}\n'
+                            + 'specialize k<A = (%s), B = (%s)>;\n' % (', '.join(map(str, range(64))),
+                                                                       ', '.join(map(str, range(64))))},
+     None, [('error', "this compilation checks more than 2097152 syntax nodes (a kernel once per specialisation, a fn "
+                      "once per call); stopping here"), ('note', 'in the specialisation k<A=2,B=46> declared here')]),
     ('too-many-I', {'t.tl': ''}, 'tilec check' + ' -I .' * 65 + ' t.tl', [('error', 'too many -I options')]),
     ('too-many-g', {'t.tl': ''}, 'tilec check' + ' -g A=1' * 65 + ' t.tl', [('error', 'too many -g options')]),
 ]
