@@ -151,6 +151,7 @@ tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *con
         diag_error(&c->diag, loc_none(), "no kernel named '%s'", kernel);
         return TILEC_ERROR_NOT_FOUND;
     }
+    c->checked_nodes = 0; /* the bound on checking work is per request, not per program */
     CompileRequest rq = {0};
     if (!sema_generic_args_from_strings(c, k, (const char **)generics, ngenerics, &rq.args))
         return TILEC_ERROR_COMPILE;

@@ -94,6 +94,12 @@ int tilec_cli_main(int argc, char **argv)
             if (o.jobs < 1 || o.jobs > 256)
                 return fail_usage("-j takes a number from 1 to 256", val);
         } else if (a[0] == '-' && a[1]) {
+            /* a known option that takes a value, given last without one */
+            static const char *const with_value[] = {"-I", "-D", "-k", "-g", "-o", "-j", "--stage", "--arch",
+                                                     "--dump-after", NULL};
+            for (int k = 0; with_value[k]; k++)
+                if (!strcmp(a, with_value[k]))
+                    return fail_usage("this option needs a value", a);
             return fail_usage("unknown option", a);
         } else if (!cmd) {
             cmd = a;
