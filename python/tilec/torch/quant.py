@@ -93,7 +93,8 @@ def _expand(sf: torch.Tensor, bm: int, bn: int, rows: int, cols: int) -> torch.T
 def _decode_sf(sf: torch.Tensor, nk: int) -> torch.Tensor:
     """An sf tensor in any of the §1.4 layouts -> f32 (nm, nk)."""
     if sf.dtype == torch.int32:  # packed UE8M0: byte k % 4 of word (m, k // 4)
-        b = sf.contiguous().view(torch.uint8).view(sf.shape[0], -1)[:, :nk].to(torch.int32)
+        words = torch.empty(sf.shape, dtype=torch.int32, device=sf.device).copy_(sf)  # row-major, any view
+        b = words.view(torch.uint8).view(sf.shape[0], -1)[:, :nk].to(torch.int32)
         return (b << 23).view(torch.float32)
     return sf.float()[:, :nk]
 
