@@ -428,7 +428,7 @@ def test_swiglu_forward_per_token(rec):
 
 
 def test_swiglu_tile_shapes():
-    from tilec.quant.swiglu import tile_shape
+    from tilec.quant.common import tile_shape
     for bk in (128, 256, 1024, 1280, 3584, 3072):
         bm, vec = tile_shape(bk, max_elems=8192)
         t1 = __import__("math").gcd(256, bk // vec)

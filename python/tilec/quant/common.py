@@ -138,3 +138,26 @@ def fmt_dtype(fmt: str):
 
 def require_cuda(x: torch.Tensor, fn: str):
     _runtime.require_device(x, fn)
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def tile_shape(bk: int, nthreads: int = 256, max_elems: int = 4096, vecs=(8, 4, 2, 1)):
+    """(rows, vector width) of a tile with bk columns such that the default frag layout (runs of
+    `vec` along a row, threads over the runs of a row first, then over rows) gives every thread
+    its own elements, with no replicated threads: the widest vector first, then the fewest rows,
+    at most max_elems elements."""
+    for vec in vecs:
+        if bk % vec:
+            continue
+        bm = 1
+        while bm * bk <= max_elems:
+            t1 = _gcd(nthreads, bk // vec)
+            if t1 * _gcd(nthreads // t1, bm) == nthreads:
+                return bm, vec
+            bm *= 2
+    return 1, 1

@@ -5,7 +5,7 @@ from typing import Optional, Tuple
 import torch
 
 from .common import (align, alloc_scaling_factors, ceil_div, check_block, check_layout_flags, data_arg,
-                     get_sf_shape, input_sf_args, kernel, pow2_divisor, require_cuda, sf_out_args)
+                     get_sf_shape, input_sf_args, kernel, pow2_divisor, require_cuda, sf_out_args, tile_shape)
 
 _FLOAT_IN = {torch.bfloat16: "bf16", torch.float32: "f32"}
 _FMTS = ("e4m3", "e2m1", "e5m6")
@@ -86,8 +86,19 @@ def _xa(tname: str, xt: torch.Tensor) -> int:
     return pow2_divisor(stride, 32)
 
 
+def _tile(H: int, n: int):
+    """Tile generics: one row per tile group of 4096 elements by default; in one-scale-per-row
+    mode (n == H) a whole row (aligned to 128) per tile row, with rows and vector width chosen so
+    that no thread holds a copy of another's elements."""
+    if n != H:
+        return {}
+    bk = align(H, 128)
+    bm, vec = tile_shape(bk, nthreads=128, max_elems=8192, vecs=(16, 8, 4, 2))
+    return dict(VEC=vec, BK=bk, BM=bm)
+
+
 def _launch(fn, tname, fmt, T, H, n, rnd, xt, xarg, out_arg, sf_arg, sfp_arg, psf, isf, isfp, ibm, ibn):
-    k = kernel("per_token_cast", T=tname, O=fmt, H=H, G=n, ROUND=rnd, XA=_xa(tname, xt), IBM=ibm, IBN=ibn,
+    k = kernel("per_token_cast", T=tname, O=fmt, H=H, G=n, ROUND=rnd, XA=_xa(tname, xt), IBM=ibm, IBN=ibn, **_tile(H, n),
                has_out=out_arg is not None, has_sf=sf_arg is not None, has_sfp=sfp_arg is not None,
                has_psf=psf is not None, has_isf=isf is not None, has_isfp=isfp is not None)
     from .. import _runtime

@@ -4,31 +4,9 @@ from typing import Optional
 import torch
 
 from .. import _runtime
-from .common import alloc_scaling_factors, check_layout_flags, kernel, require_cuda, sf_out_args
+from .common import alloc_scaling_factors, check_layout_flags, kernel, require_cuda, sf_out_args, tile_shape
 
 _FLOAT_IN = {torch.bfloat16: "bf16", torch.float32: "f32"}
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
-
-
-def tile_shape(bk: int, nthreads: int = 256, max_elems: int = 4096):
-    """(rows, vector width) of a tile with bk columns such that the default frag layout spreads
-    all threads over distinct elements (no replicated threads): the widest vector first, the
-    fewest rows next, at most max_elems elements."""
-    for vec in (8, 4, 2, 1):
-        if bk % vec:
-            continue
-        bm = 1
-        while bm * bk <= max_elems:
-            t1 = _gcd(nthreads, bk // vec)
-            if t1 * _gcd(nthreads // t1, bm) == nthreads:
-                return bm, vec
-            bm *= 2
-    return 1, 1
 
 
 def _row_tile(hh: int, n: int, target: int):
