@@ -46,7 +46,7 @@ def test_per_channel_cast_fused(h, fused_cast_back, rnd, moe):
     ref, ref_sf = tilec.torch.per_channel_cast_fused(xin, 128, n, rnd, pos)
     assert_equal(out, ref)
     assert_equal(sf, ref_sf)
-    if topk and not fused_cast_back:  # the gather equals casting the explicitly expanded rows
+    if topk and not fused_cast_back and pos.numel() % 128 == 0:  # the gather equals casting the expanded rows
         out2, sf2 = tilec.quant.per_channel_cast_fused(expand_rows(x, pos), "e4m3", 128, round_sf=rnd)
         assert_equal(out2, out)
         assert_equal(sf2, sf)
