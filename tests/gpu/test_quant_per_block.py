@@ -7,7 +7,7 @@ import tilec
 from tilec.testing import clamp_abs_ratio, generate_rand_float
 from quant_common import FLAGS, assert_equal, check_bias, dirty_allocator, flags_id
 
-HIDDEN = [576, 3072, 7168]
+HIDDEN = [576, 7168]
 
 
 @pytest.mark.parametrize("flags", FLAGS, ids=flags_id)
@@ -27,6 +27,8 @@ def test_per_block_cast(t, h, dtype, fmt, block, flags):
     assert_equal(sf, ref_sf)
     if t:
         check_bias(tilec.torch.cast_back((out, sf), "fp32", block), x.float())
+    if dtype != torch.bfloat16:  # the variants share the kernel: one input type
+        return
     dirty_allocator()
     assert_equal(tilec.quant.per_block_cast_with_sf_only(x, fmt, block, **kw), ref_sf)
     if not col:

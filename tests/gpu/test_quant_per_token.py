@@ -30,7 +30,7 @@ def test_float_input(t, h, dtype, n_mode, fmt, flags):
     assert_equal(sf, ref_sf)
     if t:
         check_bias(tilec.torch.cast_back((out, sf), "fp32", (1, n)), x.float())
-    if n_mode != "H":
+    if n_mode != "H" and dtype == torch.bfloat16:  # the variants share the kernel: one input type
         dirty_allocator()
         assert_equal(tilec.quant.per_token_cast_with_sf_only(x, fmt, n, **kw), ref_sf)
         if not col:
