@@ -1,5 +1,6 @@
 """Per-token casts (spec quant-transpose.md §2.1-§2.4): per_token_cast (e4m3, packed e2m1,
 E5M6; float or quantised input), its scale-only and precomputed-scale variants."""
+import math
 from typing import Optional, Tuple
 
 import torch
@@ -86,11 +87,26 @@ def _xa(tname: str, xt: torch.Tensor) -> int:
     return pow2_divisor(stride, 32)
 
 
-def _tile(H: int, n: int):
-    """Tile generics: one row per tile group of 4096 elements by default; in one-scale-per-row
-    mode (n == H) a whole row (aligned to 128) per tile row, with rows and vector width chosen so
+def _spread(bk: int, bm: int, vec: int, nthreads: int = 128) -> bool:
+    """Whether the default layout of a bm x bk tile with runs of vec gives every thread its own
+    elements."""
+    if bk % vec:
+        return False
+    t1 = math.gcd(nthreads, bk // vec)
+    return t1 * math.gcd(nthreads // t1, bm) == nthreads
+
+
+def _tile(H: int, n: int, fp4: bool):
+    """Tile generics. Groups of n: the kernel's default tile (4096 elements), runs of 16 elements
+    (32 when FP4 is read or written, so that its accesses are 16 bytes wide too). One scale per
+    row (n == H): a whole row (aligned to 128) per tile row, with rows and vector width chosen so
     that no thread holds a copy of another's elements."""
     if n != H:
+        bk = max(n, math.gcd(4096, H))
+        bm = 4096 // bk if 4096 % bk == 0 else 1
+        for vec in ((32, 16, 8, 4) if fp4 else (16, 8, 4)):
+            if _spread(bk, bm, vec):
+                return dict(VEC=vec)
         return {}
     bk = align(H, 128)
     bm, vec = tile_shape(bk, nthreads=128, max_elems=8192, vecs=(16, 8, 4, 2))
@@ -98,7 +114,8 @@ def _tile(H: int, n: int):
 
 
 def _launch(fn, tname, fmt, T, H, n, rnd, xt, xarg, out_arg, sf_arg, sfp_arg, psf, isf, isfp, ibm, ibn):
-    k = kernel("per_token_cast", T=tname, O=fmt, H=H, G=n, ROUND=rnd, XA=_xa(tname, xt), IBM=ibm, IBN=ibn, **_tile(H, n),
+    k = kernel("per_token_cast", T=tname, O=fmt, H=H, G=n, ROUND=rnd, XA=_xa(tname, xt), IBM=ibm, IBN=ibn,
+               **_tile(H, n, "e2m1" in (fmt, tname)),
                has_out=out_arg is not None, has_sf=sf_arg is not None, has_sfp=sfp_arg is not None,
                has_psf=psf is not None, has_isf=isf is not None, has_isfp=isfp is not None)
     from .. import _runtime
