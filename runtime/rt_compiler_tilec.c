@@ -42,7 +42,7 @@ static tilec_status tc_compile(void *self, void *program, const char *kernel, co
         if (a)
             tilec_artifact_destroy(a);
         return rt_fail(s, "compiling kernel '%s' failed (%s):\n%s", kernel, tilec_status_name(s),
-                       tilec_program_diagnostics(program));
+                       tilec_program_last_diagnostics(program));
     }
     if (!a || (!a->ptx && !a->object) || !a->signature) {
         if (a)

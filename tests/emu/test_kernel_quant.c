@@ -29,16 +29,21 @@ static float sample(uint64_t *seed, int row, int j)
 static void run(bool bf16, int H, int G, bool round, int layout, int M, int64_t sx)
 {
     int NG = (H + G - 1) / G;
-    char g[8][32];
+    char g[16][32];
     int ng = 0;
     snprintf(g[ng++], 32, "T=%s", bf16 ? "bf16" : "f32");
+    snprintf(g[ng++], 32, "O=e4m3");
+    snprintf(g[ng++], 32, "out=present");
+    snprintf(g[ng++], 32, "psf=absent");
+    snprintf(g[ng++], 32, "isf=absent");
+    snprintf(g[ng++], 32, "isfp=absent");
     snprintf(g[ng++], 32, "H=%d", H);
     snprintf(g[ng++], 32, "G=%d", G);
     snprintf(g[ng++], 32, "ROUND=%s", round ? "true" : "false");
     snprintf(g[ng++], 32, "XA=8");
     snprintf(g[ng++], 32, "sf=%s", layout == SF_PACKED ? "absent" : "present");
     snprintf(g[ng++], 32, "sfp=%s", layout == SF_PACKED ? "present" : "absent");
-    const char *gen[8];
+    const char *gen[16];
     for (int i = 0; i < ng; i++)
         gen[i] = g[i];
     char path[512];
@@ -77,15 +82,18 @@ static void run(bool bf16, int H, int G, bool round, int layout, int M, int64_t 
     ref_per_token_cast(&rc);
 
     int64_t xs[2] = {M, H}, xst[2] = {sx, 1}, ss[2] = {M, NG}, sst[2] = {sf0, sf1}, ps[2] = {NP, SP};
-    EhArg a[4] = {eh_tensor(x, 2, xs, xst), eh_tensor(out, 2, xs, NULL), eh_tensor(sf, 2, ss, sst),
-                  eh_tensor(sfp, 2, ps, NULL)};
+    /* absent psf, isf, isfp: null pointers with shapes consistent with the bound names */
+    int64_t none[2] = {0, 0};
+    EhArg a[7] = {eh_tensor(x, 2, xs, xst), eh_tensor(out, 2, xs, NULL), eh_tensor(sf, 2, ss, sst),
+                  eh_tensor(sfp, 2, ps, NULL), eh_tensor(NULL, 2, ss, NULL), eh_tensor(NULL, 2, xs, NULL),
+                  eh_tensor(NULL, 2, none, NULL)};
     /* an absent optional tensor still occupies its parameters: a null pointer and its shape */
     if (layout == SF_PACKED)
         a[2] = eh_tensor(NULL, 2, ss, sst);
     else
         a[3] = eh_tensor(NULL, 2, ps, NULL);
     char err[2048];
-    tl_emu_status st = eh_run(&k, a, 4, NULL, err, sizeof err);
+    tl_emu_status st = eh_run(&k, a, 7, NULL, err, sizeof err);
     char what[512];
     snprintf(what, sizeof what, "%s M=%d SX=%lld layout=%d", k.key, M, (long long)sx, layout);
     EH_CHECK(st == TL_EMU_OK, "%s: %s", what, err);
