@@ -269,6 +269,8 @@ static int64_t elem_lin(Sim *S, const TBuf *b, const int64_t *idx)
         }
         lin += idx[d] * s;
     }
+    if (b->scope == SC_SHARED && b->swizzle && b->rank >= 2) /* as codegen_llvm: 16-byte chunks XOR (row / V) % 8 */
+        lin ^= ((idx[b->rank - 2] / b->swizzle) & 7) * (16 / dtype_storage_bytes(b->dt));
     return lin;
 }
 
@@ -920,6 +922,36 @@ static void exec_store(Sim *S, const TStmt *s, const bool *m)
     free(val);
 }
 
+/* Shared-memory wavefronts of the vector accesses, against the fewest the bytes need: a warp's
+ * request takes as many wavefronts as the most distinct 4-byte words any one of the 32 banks
+ * serves, and at least one per 128 bytes. */
+static int64_t smem_wavefronts, smem_wavefronts_ideal;
+
+static void count_wavefronts(Sim *S, const int64_t *addr, const bool *m, int bytes)
+{
+    for (int w = 0; w * 32 < S->nt; w++) {
+        int64_t words[32][32];
+        int nwords[32] = {0}, total = 0, worst = 0;
+        for (int t = w * 32; t < w * 32 + 32 && t < S->nt; t++) {
+            if (!m[t])
+                continue;
+            total += bytes;
+            for (int64_t word = addr[t] / 4; word < (addr[t] + bytes + 3) / 4; word++) {
+                int bank = (int)(word % 32), seen = 0;
+                for (int i = 0; i < nwords[bank]; i++)
+                    seen |= words[bank][i] == word;
+                if (!seen && nwords[bank] < 32)
+                    words[bank][nwords[bank]++] = word;
+                if (nwords[bank] > worst)
+                    worst = nwords[bank];
+            }
+        }
+        int ideal = (total + 127) / 128;
+        smem_wavefronts += worst > ideal ? worst : ideal;
+        smem_wavefronts_ideal += ideal;
+    }
+}
+
 static void exec_vec(Sim *S, const TStmt *s, const bool *m)
 {
     TExpr fake = {0};
@@ -933,10 +965,12 @@ static void exec_vec(Sim *S, const TStmt *s, const bool *m)
     const TBuf *b = s->buf;
     int es = dtype_storage_bytes(b->dt);
     V *regs = local_of(S, s->regs);
+    int64_t offs[1024];
     for (int t = 0; t < S->nt && !S->failed; t++) {
         if (!m[t])
             continue;
         int64_t a = elem_addr(S, b, idx[t]);
+        offs[t] = a & ((1ll << 48) - 1);
         if ((a & ((1ll << 48) - 1)) % (s->align > es ? s->align : es)) {
             fail(S, "vector access of %s claims %d-byte alignment, address is %lld", b->name, s->align,
                  (long long)(a & ((1ll << 48) - 1)));
@@ -953,6 +987,8 @@ static void exec_vec(Sim *S, const TStmt *s, const bool *m)
                 fail(S, "store of %s is not simulated", dtype_name(b->dt));
         }
     }
+    if (b->scope == SC_SHARED && !S->failed)
+        count_wavefronts(S, offs, m, es * s->vec);
     free(idx);
 }
 
@@ -1417,6 +1453,49 @@ static void pipe_sum_case(const char *kernel, const char **gen, int ngen, int R,
     free(y);
 }
 
+/* y = x^T through a shared tile (transpose.tl): bit-exact, and for whole tiles at most
+ * max_excess times the shared wavefronts the bytes need (1: free of bank conflicts, what the XOR
+ * swizzle of 128-byte rows and the lane mapping of the transposing copy give; narrower rows are
+ * padded by a word instead, which leaves some conflicts on the row-wise stores) */
+static void transpose_case(const char *tname, DType dt, int bx, int by, int M, int N, double max_excess)
+{
+    int es = dtype_storage_bytes(dt);
+    uint8_t *x = malloc((size_t)(M * N * es)), *y = malloc((size_t)(M * N * es));
+    for (int i = 0; i < M * N * es; i++)
+        x[i] = (uint8_t)rnd(0, 255);
+    if (dt == DT_F32) /* keep the bits of an f32 payload a finite value, so it round-trips through V */
+        for (int i = 0; i < M * N; i++)
+            x[i * 4 + 3] &= 0x3F;
+    if (dt == DT_BF16)
+        for (int i = 0; i < M * N; i++)
+            x[i * 2 + 1] &= 0x3F;
+    memset(y, 0xEE, (size_t)(M * N * es));
+    char gt[32], gx[32], gy[32];
+    snprintf(gt, sizeof gt, "T=%s", tname);
+    snprintf(gx, sizeof gx, "BX=%d", bx);
+    snprintf(gy, sizeof gy, "BY=%d", by);
+    const char *gen[] = {gt, gx, gy};
+    Arg args[2] = {{dt, 2, {M, N}, x}, {dt, 2, {N, M}, y}};
+    smem_wavefronts = smem_wavefronts_ideal = 0;
+    bool ok = run_kernel(path_of("transpose.tl"), "transpose2d", gen, 3, args, 2, (N + by - 1) / by, (M + bx - 1) / bx);
+    char what[256], detail[256] = "";
+    snprintf(what, sizeof what, "transpose.tl %s %dx%d tile %dx%d", tname, M, N, bx, by);
+    for (int i = 0; ok && i < M; i++)
+        for (int j = 0; ok && j < N; j++)
+            if (memcmp(y + ((int64_t)j * M + i) * es, x + ((int64_t)i * N + j) * es, (size_t)es)) {
+                snprintf(detail, sizeof detail, "y[%d, %d] differs from x[%d, %d]", j, i, i, j);
+                ok = false;
+            }
+    if (ok && M % bx == 0 && N % by == 0 && smem_wavefronts > max_excess * (double)smem_wavefronts_ideal) {
+        snprintf(detail, sizeof detail, "bank conflicts: %lld shared wavefronts where %lld suffice",
+                 (long long)smem_wavefronts, (long long)smem_wavefronts_ideal);
+        ok = false;
+    }
+    report(what, ok, ok ? NULL : detail);
+    free(x);
+    free(y);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -1467,6 +1546,15 @@ int main(int argc, char **argv)
     pipe_sum_case("pipe_row_sum", s3, 1, 70, 161);
     pipe_sum_case("pipe_row_sum", s1, 1, 40, 100);
     col_sum_case(50, 70);
+    /* transposes: 16-byte micro-rows (bf16, f32), 8- and 4-byte micro-rows (u8, small tiles), ragged */
+    transpose_case("u8", DT_U8, 256, 128, 512, 256, 1.0);
+    transpose_case("u8", DT_U8, 64, 64, 128, 64, 1.5);
+    transpose_case("u8", DT_U8, 256, 128, 300, 200, 1.0);
+    transpose_case("bf16", DT_BF16, 128, 128, 256, 128, 1.0);
+    transpose_case("bf16", DT_BF16, 64, 64, 128, 128, 1.0);
+    transpose_case("bf16", DT_BF16, 128, 128, 130, 70, 1.0);
+    transpose_case("f32", DT_F32, 64, 128, 128, 256, 1.0);
+    transpose_case("f32", DT_F32, 64, 64, 64, 64, 1.0);
     printf("%d of %d cases passed\n", cases - failures, cases);
     return failures ? 1 : 0;
 }
