@@ -132,3 +132,4 @@ def transpose(x: torch.Tensor) -> torch.Tensor:
 
 def batched_transpose(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(1, 2).contiguous()
+from .moe import *  # noqa: E402,F401,F403  (the MoE references, tilec/torch/moe.py)
