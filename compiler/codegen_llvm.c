@@ -654,15 +654,24 @@ static LLVMValueRef expf_accurate(CG *g, LLVMValueRef x)
 
 /* CUDA's log1pf (libdevice __nv_log1pf without flush to zero), step for step, so that log1p() is
  * bit-identical to torch.log1p on the GPU: the argument is split as 1 + a = 2^i * (1 + m) with
- * the exponent taken from a round-toward-zero sum, a degree-9 polynomial in m, then i * ln2. */
+ * the exponent taken from a round-toward-zero sum, a degree-9 polynomial in m, then i * ln2.
+ * Non-finite sums (a = inf or NaN) take the special-value path below, whatever the exponent. */
 static LLVMValueRef log1pf_accurate(CG *g, LLVMValueRef a)
 {
     LLVMBuilderRef b = g->b;
     LLVMTypeRef f = g->t_f32;
-    LLVMTypeRef ft2[2] = {f, f};
-    LLVMValueRef sum_args[2] = {a, cf32(g, 1.0f)};
-    LLVMValueRef u = call_intrinsic(g, "llvm.nvvm.add.rz.f", f, ft2, 2, sum_args);
-    LLVMValueRef ub = LLVMBuildBitCast(b, u, g->t_i32, "");
+    /* a + 1 rounded toward zero: the nearest sum, one ulp back toward zero when its exact error
+     * (TwoSum) shows that it was rounded away from zero (plain IEEE operations, which the CPU
+     * emulator runs too; the same value as add.rz.f32) */
+    LLVMValueRef one = cf32(g, 1.0f);
+    LLVMValueRef s = LLVMBuildFAdd(b, a, one, "");
+    LLVMValueRef bb = LLVMBuildFSub(b, s, a, "");
+    LLVMValueRef err = LLVMBuildFAdd(b, LLVMBuildFSub(b, a, LLVMBuildFSub(b, s, bb, ""), ""), LLVMBuildFSub(b, one, bb, ""), "");
+    LLVMValueRef away = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealONE, err, cf32(g, 0.0f), ""),
+                                     LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, err, cf32(g, 0.0f), ""),
+                                                  LLVMBuildFCmp(b, LLVMRealOLT, s, cf32(g, 0.0f), ""), ""), "");
+    LLVMValueRef sb = LLVMBuildBitCast(b, s, g->t_i32, "");
+    LLVMValueRef ub = LLVMBuildSelect(b, away, LLVMBuildSub(b, sb, c32(g, 1), ""), sb, "");
     LLVMValueRef e = LLVMBuildAnd(b, LLVMBuildSub(b, ub, c32(g, 0x3F400000), ""), c32(g, (int32_t)0xFF800000u), "");
     LLVMValueRef ab = LLVMBuildBitCast(b, a, g->t_i32, "");
     LLVMValueRef m = LLVMBuildBitCast(b, LLVMBuildSub(b, ab, e, ""), f, "");
