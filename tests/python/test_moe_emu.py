@@ -263,3 +263,14 @@ def test_inplace_unique_group_indices(groups):
     moe.inplace_unique_group_indices(a, groups)
     ref.inplace_unique_group_indices(b, groups)
     assert_equal(a, b)
+
+
+@pytest.mark.parametrize("K", [1, 13, 16])
+def test_reduce_fused_row_counts(K):
+    """One row, and more than 12 rows (the run-time loop over groups of 8)."""
+    T, E, H = 11, 20, 256
+    p2e, _, _, ttp, *_ = mapping(T, K, E, align=1, seed=K)
+    x = torch.randn(p2e.shape[0], H)
+    xin = (x, torch.rand(p2e.shape[0]))
+    w = torch.rand(T, K)
+    assert_equal(moe.reduce_fused(xin, w, ttp), ref.reduce_fused(xin, w, ttp))

@@ -333,7 +333,7 @@ def test_reduce_specialisation(rec, dtype, fmt, H, tail):
     name, gen, args, _ = rec.calls[0]
     assert name == "reduce_fused" and gen[:6] == tail
     assert gen[6:] == ("topk_weights=present", "x_sf=absent", "sf=present" if fmt else "sf=absent")
-    assert args[0] is x and args[1] is w and args[2] is ttp and args[3] is None and args[5] is out
+    assert args[0] is x and args[1] is ttp and args[2] is w and args[3] is None and args[5] is out
 
 
 def test_reduce_quant_input_and_out(rec):

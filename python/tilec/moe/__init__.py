@@ -431,7 +431,7 @@ def reduce_fused(x: Union[torch.Tensor, QuantTensor], topk_weights: Optional[tor
     tx = "f32" if x.dtype == torch.float32 else "bf16"
     gens = (f"TX={tx}", f"TO={'e4m3' if fp8_format else tx}", f"H={H}", f"K={K}",
             f"NT={nt}", f"OA={oa}", _pres("topk_weights", topk_weights), _pres("x_sf", x_sf), _pres("sf", sf))
-    _kernel("reduce_fused", gens).launch(x, topk_weights, token_topk_to_pos, x_sf,
+    _kernel("reduce_fused", gens).launch(x, token_topk_to_pos, topk_weights, x_sf,
                                          None if sf is None else sf.reshape(1), out, stream=_runtime.stream(x))
     return out
 
