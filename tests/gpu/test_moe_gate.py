@@ -114,7 +114,7 @@ def test_top2_sum_gate_stability():
 
 def test_top2_sum_gate_hash_in_64_bits():
     # the replica choice floormod(ep_rank + t * 23333, n) for rows past 92 037 (t * 23333 > 2^31)
-    E, S, K, T = 32, 2, 6, 100_000
+    E, S, K, T = 32, 2, 8, 100_000
     logits = torch.randn((T, E), device="cuda")
     pmap = torch.randint(0, E + 7, (E + S, 8), dtype=torch.int32, device="cuda")
     cnt = torch.randint(1, 9, (E + S,), dtype=torch.int32, device="cuda")

@@ -1,6 +1,6 @@
 """The MoE kernels on the CPU emulator (TILEC_DEVICE=cpu) against the PyTorch references, on
 small grids with ties, -1 indices, empty inputs and several SM counts. Skipped when the runtime
-has no CPU device (before the emulator is on the branch) or torch is missing.
+has no CPU device (before the emulator is on the branch), on machines with a GPU, or without torch.
 
 TILEC_BUILD_PYTHON: the package to test (default build/python); TILEC_KERNELS: the kernel
 library (default: the checkout's kernels.tl)."""
@@ -25,7 +25,11 @@ from tilec.torch import moe as ref  # noqa: E402
 
 @pytest.fixture(scope="module", autouse=True)
 def emulator():
-    """The runtime on its CPU device, with CPU tensors; skips the module when there is none."""
+    """The runtime on its CPU device, with CPU tensors; skips the module when there is none. Only
+    on machines without a GPU: a runtime that ignores TILEC_DEVICE would run CPU pointers on it
+    (GPU machines run tests/gpu instead)."""
+    if torch.cuda.is_available():
+        pytest.skip("a GPU machine: tests/gpu covers the kernels")
     saved = os.environ.get("TILEC_DEVICE")
     os.environ["TILEC_DEVICE"] = "cpu"
     source = os.environ.get("TILEC_KERNELS", os.path.join(_root, "kernels.tl"))
