@@ -279,3 +279,15 @@ def test_reduce_fused_row_counts(K):
     xin = (x, torch.rand(p2e.shape[0]))
     w = torch.rand(T, K)
     assert_equal(moe.reduce_fused(xin, w, ttp), ref.reduce_fused(xin, w, ttp))
+
+
+def test_reduce_fused_keeps_negative_zero():
+    """acc = -0.0 after a product that underflows, then unused slots: the reference keeps -0.0."""
+    T, K, H = 3, 4, 256
+    ttp = torch.tensor([[0, -1, -1, -1], [-1, 1, -1, 2], [-1, -1, -1, -1]], dtype=torch.int32)
+    x = torch.full((3, H), -1e-30)
+    w = torch.tensor([[1e-20, float("inf"), float("nan"), 5.0]] * T)    # unused slots: any weight
+    for xin, wt in ((x, w), (x, None), ((x, torch.full((3,), 1e-20)), None)):
+        got, want = moe.reduce_fused(xin, wt, ttp), ref.reduce_fused(xin, wt, ttp)
+        assert_equal(got, want)
+    assert torch.signbit(moe.reduce_fused(x, w, ttp)[0]).all()
