@@ -143,10 +143,6 @@ tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *con
         diag_error(&c->diag, loc_none(), "unsupported target sm_%d (sm_90a and sm_100a are supported)", sm);
         return TILEC_ERROR_UNSUPPORTED;
     }
-    if (target && target->host) {
-        diag_error(&c->diag, loc_none(), "the host (emulator) target is not available in this build");
-        return TILEC_ERROR_UNSUPPORTED;
-    }
     Item *k = NULL;
     Sym *s = comp_lookup_global(c, kernel);
     if (s && s->kind == SYM_KERNEL)
@@ -155,6 +151,7 @@ tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *con
         diag_error(&c->diag, loc_none(), "no kernel named '%s'", kernel);
         return TILEC_ERROR_NOT_FOUND;
     }
+    c->checked_nodes = 0; /* the bound on checking work is per request, not per program */
     CompileRequest rq = {0};
     if (!sema_generic_args_from_strings(c, k, (const char **)generics, ngenerics, &rq.args))
         return TILEC_ERROR_COMPILE;
@@ -162,6 +159,7 @@ tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *con
     rq.sm = sm;
     rq.opt_level = target ? target->opt_level : 3;
     rq.stage = STAGE_PTX;
+    rq.host = target && target->host;
     CompileResult res;
     int errs = c->diag.nerrors;
     bool ok = compile_specialization(c, &rq, &res);
@@ -175,8 +173,13 @@ tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *con
         return st;
     }
     tilec_artifact *a = tl_xcalloc(1, sizeof *a);
-    a->ptx = res.text;
-    a->ptx_size = res.size;
+    if (rq.host) { /* host target: an x86-64 object for the emulator */
+        a->object = res.text;
+        a->object_size = res.size;
+    } else {
+        a->ptx = res.text;
+        a->ptx_size = res.size;
+    }
     a->signature = res.signature;
     a->entry = res.entry;
     *out = a;
