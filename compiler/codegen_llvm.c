@@ -702,6 +702,55 @@ static LLVMValueRef expf_accurate(CG *g, LLVMValueRef x)
     return LLVMBuildFMul(b, p, s, "");
 }
 
+/* CUDA's log1pf (libdevice __nv_log1pf without flush to zero), step for step, so that log1p() is
+ * bit-identical to torch.log1p on the GPU: the argument is split as 1 + a = 2^i * (1 + m) with
+ * the exponent taken from a round-toward-zero sum, a degree-9 polynomial in m, then i * ln2.
+ * Non-finite sums (a = inf or NaN) take the special-value path below, whatever the exponent. */
+static LLVMValueRef log1pf_accurate(CG *g, LLVMValueRef a)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef f = g->t_f32;
+    /* a + 1 rounded toward zero: the nearest sum, one ulp back toward zero when its exact error
+     * (TwoSum) shows that it was rounded away from zero (plain IEEE operations, which the CPU
+     * emulator runs too; the same value as add.rz.f32) */
+    LLVMValueRef one = cf32(g, 1.0f);
+    LLVMValueRef s = LLVMBuildFAdd(b, a, one, "");
+    LLVMValueRef bb = LLVMBuildFSub(b, s, a, "");
+    LLVMValueRef err = LLVMBuildFAdd(b, LLVMBuildFSub(b, a, LLVMBuildFSub(b, s, bb, ""), ""), LLVMBuildFSub(b, one, bb, ""), "");
+    LLVMValueRef away = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealONE, err, cf32(g, 0.0f), ""),
+                                     LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, err, cf32(g, 0.0f), ""),
+                                                  LLVMBuildFCmp(b, LLVMRealOLT, s, cf32(g, 0.0f), ""), ""), "");
+    LLVMValueRef sb = LLVMBuildBitCast(b, s, g->t_i32, "");
+    LLVMValueRef ub = LLVMBuildSelect(b, away, LLVMBuildSub(b, sb, c32(g, 1), ""), sb, "");
+    LLVMValueRef e = LLVMBuildAnd(b, LLVMBuildSub(b, ub, c32(g, 0x3F400000), ""), c32(g, (int32_t)0xFF800000u), "");
+    LLVMValueRef ab = LLVMBuildBitCast(b, a, g->t_i32, "");
+    LLVMValueRef m = LLVMBuildBitCast(b, LLVMBuildSub(b, ab, e, ""), f, "");
+    LLVMValueRef sc = LLVMBuildBitCast(b, LLVMBuildSub(b, c32(g, 0x40800000), e, ""), f, "");
+    LLVMValueRef a1[3] = {cf32(g, 0.25f), sc, cf32(g, -1.0f)};
+    m = LLVMBuildFAdd(b, m, call_overloaded(g, "llvm.fma", &f, 1, a1, 3), "");
+    LLVMValueRef ie = LLVMBuildFMul(b, LLVMBuildSIToFP(b, e, f, ""), cf32_bits(g, 0x34000000), "");
+    static const uint32_t coef[] = {0xBD39BF78, 0x3DD80012, 0xBE0778E0, 0x3E146475, 0xBE2A68DD,
+                                    0x3E4CAF9E, 0xBE800042, 0x3EAAAAE6, 0xBF000000};
+    LLVMValueRef p = cf32_bits(g, coef[0]);
+    for (int i = 1; i < 9; i++) {
+        LLVMValueRef ar[3] = {p, m, cf32_bits(g, coef[i])};
+        p = call_overloaded(g, "llvm.fma", &f, 1, ar, 3);
+    }
+    LLVMValueRef q = LLVMBuildFMul(b, p, m, "");
+    LLVMValueRef a2[3] = {q, m, m};
+    q = call_overloaded(g, "llvm.fma", &f, 1, a2, 3);
+    LLVMValueRef a3[3] = {ie, cf32_bits(g, 0x3F317218), q};
+    LLVMValueRef r = call_overloaded(g, "llvm.fma", &f, 1, a3, 3);
+    /* +inf, NaN and a < -1 go through fma(a, inf, inf) (inf, NaN, NaN); -0 stays -0 */
+    LLVMValueRef special = LLVMBuildICmp(b, LLVMIntUGE, ab, c32(g, 0x7F800000), "");
+    LLVMValueRef big = LLVMBuildICmp(b, LLVMIntSGT, ab, c32(g, (int32_t)0xBF800000u), "");
+    LLVMValueRef a4[3] = {a, cf32_bits(g, 0x7F800000), cf32_bits(g, 0x7F800000)};
+    LLVMValueRef rs = LLVMBuildSelect(b, big, call_overloaded(g, "llvm.fma", &f, 1, a4, 3), r, "");
+    LLVMValueRef zero = LLVMBuildFCmp(b, LLVMRealOEQ, a, cf32(g, 0.0f), "");
+    rs = LLVMBuildSelect(b, zero, cf32_bits(g, 0x80000000), rs, "");
+    return LLVMBuildSelect(b, special, rs, r, "");
+}
+
 static LLVMValueRef shfl(CG *g, const char *mode, LLVMValueRef v, DType dt, LLVMValueRef lane, int width)
 {
     /* 32-bit pieces through shfl.sync; 64-bit values as two halves */
@@ -870,6 +919,10 @@ static LLVMValueRef cg_call(CG *g, TExpr *e)
     case BI_EXP2:
         if (at == DT_F32)
             return call_overloaded(g, "llvm.nvvm.ex2.approx", &t, 1, a, 1);
+        break;
+    case BI_LOG1P:
+        if (at == DT_F32)
+            return log1pf_accurate(g, a[0]);
         break;
     case BI_SQRT: return call_overloaded(g, "llvm.sqrt", &t, 1, a, 1);
     case BI_RSQRT:

@@ -100,14 +100,14 @@ int main(int argc, char **argv)
         EXPECT(tilec_rt_check(k, a, 7, NULL, &cfg) == TILEC_OK);
     }
 
-    /* top-k gate: one block per token */
+    /* top-k gate: one warp per token, four tokens per block */
     const char *gk[] = {"E=256", "K=8"};
     k = get(lib, "topk_gate", gk, 2);
     if (k) {
         int64_t ss[2] = {4001, 256}, is[2] = {4001, 8};
         tilec_rt_arg a[2] = {tilec_rt_arg_tensor((void *)0x10000, TILEC_RT_F32, 2, ss, NULL),
                              tilec_rt_arg_tensor((void *)0x20000000, TILEC_RT_I64, 2, is, NULL)};
-        EXPECT(tilec_rt_check(k, a, 2, NULL, &cfg) == TILEC_OK && cfg.grid[0] == 4001 && cfg.block[0] == 32);
+        EXPECT(tilec_rt_check(k, a, 2, NULL, &cfg) == TILEC_OK && cfg.grid[0] == (4001 + 3) / 4 && cfg.block[0] == 128);
     }
 
     /* engram hash */
