@@ -6,8 +6,9 @@
 #                              comparison, compute-sanitizer memcheck on small subsets
 #   scripts/gpu_all.sh bench   launch overhead, bandwidth benchmarks of every family (against the
 #                              copy ceiling and torch.compile), JIT compile latency
-# Logs, JSON and a summary go to $OUT. Each step has a time limit so that one slow step cannot
-# take the whole call.
+# Both parts in one call: scripts/gpu_all.sh tests bench. Logs (as logs.tgz), the benchmark JSON
+# and summary.txt go to $OUT. Each step has a time limit so that one slow step cannot take the
+# whole call.
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -39,7 +40,7 @@ run_tests() {
   summary "tests took $(elapsed $t0) s"
 
   t0=$(date +%s)
-  timeout 120 python3 tests/gpu/emu_vs_gpu.py --dist dist > "$OUT/emu_vs_gpu.log" 2>&1
+  timeout 120 python3 tests/gpu/emu_vs_gpu.py --dist dist --dump "$OUT/emu_dump" > "$OUT/emu_vs_gpu.log" 2>&1
   summary "emu_vs_gpu: exit $? in $(elapsed $t0) s — $(tail -3 "$OUT/emu_vs_gpu.log" | tr '\n' ' ')"
 
   t0=$(date +%s)
@@ -76,9 +77,13 @@ run_bench() {
   cat "$OUT/compile_speed.log" >> "$OUT/summary.txt"
 }
 
-case "${1:-tests}" in
-  tests) run_tests ;;
-  bench) run_bench ;;
-  *) echo "usage: scripts/gpu_all.sh tests|bench" >&2; exit 2 ;;
-esac
+for part in "${@:-tests}"; do
+  case "$part" in
+    tests) run_tests ;;
+    bench) run_bench ;;
+    *) echo "usage: scripts/gpu_all.sh tests|bench ..." >&2; exit 2 ;;
+  esac
+done
+# the device tool brings back a few files: logs and dumps travel as one archive
+( cd "$OUT" && tar czf logs.tgz --remove-files $(ls | grep -vE '^(summary.txt|logs.tgz|.*\.json)$') )
 cat "$OUT/summary.txt"

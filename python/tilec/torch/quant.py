@@ -125,6 +125,8 @@ def _layout_sf(dq: torch.Tensor, use_tma_aligned_col_major_sf: bool, use_packed_
     rows4 = _ceil_div(nm, 4) * 4
     if use_packed_ue8m0:
         words = _ceil_div(nk, 4)
+        if rows4 == 0:  # no rows: nothing to pack (a byte view of an empty tensor cannot become int32)
+            return torch.zeros((words, 0), dtype=torch.int32, device=dq.device)[:, :nm].T
         e = torch.zeros((words * 4, rows4), dtype=torch.uint8, device=dq.device)
         e[:nk, :nm] = (dq.view(torch.int32) >> 23).to(torch.uint8).T
         # word (m, p) holds bytes (m, 4p + b), b = 0..3, little-endian
