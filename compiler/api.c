@@ -129,6 +129,20 @@ const char *tilec_program_kernel_name(const tilec_program *p, int i)
     return p && i >= 0 && i < p->nkernels ? p->kernel_names[i] : NULL;
 }
 
+/* A request that fails leaves its diagnostics in the program's text but not in its error count:
+ * the runtime keeps one program per source file, and a bad request (a wrong kernel name, generic
+ * value or target, or a specialisation that does not compile) must not poison later ones. */
+static tilec_status refuse(Compilation *c, int errs, tilec_status st)
+{
+    if (c->diag.ice)
+        st = TILEC_ERROR_INTERNAL;
+    c->diag.nerrors = errs;
+    c->diag.ice = false;
+    if (c->diag.nerrors == 0)
+        c->diag.capped = false;
+    return st;
+}
+
 tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *const *generics, int ngenerics,
                            const tilec_target *target, tilec_artifact **out)
 {
@@ -138,10 +152,11 @@ tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *con
     Compilation *c = &p->comp;
     if (diag_has_errors(&c->diag))
         return TILEC_ERROR_COMPILE;
+    int errs = c->diag.nerrors;
     int sm = target ? target->sm : 90;
     if (sm != 90 && sm != 100) {
         diag_error(&c->diag, loc_none(), "unsupported target sm_%d (sm_90a and sm_100a are supported)", sm);
-        return TILEC_ERROR_UNSUPPORTED;
+        return refuse(c, errs, TILEC_ERROR_UNSUPPORTED);
     }
     Item *k = NULL;
     Sym *s = comp_lookup_global(c, kernel);
@@ -149,29 +164,20 @@ tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *con
         k = s->item;
     if (!k) {
         diag_error(&c->diag, loc_none(), "no kernel named '%s'", kernel);
-        return TILEC_ERROR_NOT_FOUND;
+        return refuse(c, errs, TILEC_ERROR_NOT_FOUND);
     }
     c->checked_nodes = 0; /* the bound on checking work is per request, not per program */
     CompileRequest rq = {0};
     if (!sema_generic_args_from_strings(c, k, (const char **)generics, ngenerics, &rq.args))
-        return TILEC_ERROR_COMPILE;
+        return refuse(c, errs, TILEC_ERROR_COMPILE);
     rq.kernel = k;
     rq.sm = sm;
     rq.opt_level = target ? target->opt_level : 3;
     rq.stage = STAGE_PTX;
     rq.host = target && target->host;
     CompileResult res;
-    int errs = c->diag.nerrors;
-    bool ok = compile_specialization(c, &rq, &res);
-    /* errors of one specialisation must not poison later compiles of the program */
-    if (!ok) {
-        tilec_status st = c->diag.ice ? TILEC_ERROR_INTERNAL : TILEC_ERROR_COMPILE;
-        c->diag.nerrors = errs;
-        c->diag.ice = false;
-        if (c->diag.nerrors == 0)
-            c->diag.capped = false;
-        return st;
-    }
+    if (!compile_specialization(c, &rq, &res))
+        return refuse(c, errs, TILEC_ERROR_COMPILE);
     tilec_artifact *a = tl_xcalloc(1, sizeof *a);
     if (rq.host) { /* host target: an x86-64 object for the emulator */
         a->object = res.text;
