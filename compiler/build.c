@@ -5,6 +5,7 @@
 #include "compile.h"
 #include "driver.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,13 +154,15 @@ static char *tmp_write(const char *dir, const char *name, const void *data, size
     char *path = tl_xmalloc(strlen(dir) + strlen(name) + 2);
     sprintf(path, "%s/%s", dir, name);
     FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, n, f) != n) {
-        if (f)
-            fclose(f);
+    bool ok = f && fwrite(data, 1, n, f) == n;
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    if (!ok) {
+        fprintf(stderr, "tilec: error: cannot write '%s'\n", path);
+        unlink(path);
         free(path);
         return NULL;
     }
-    fclose(f);
     return path;
 }
 
@@ -189,27 +192,24 @@ int driver_build(const DriverOptions *o, const char *file)
     snprintf(archs, sizeof archs, "%s", o->arch);
     for (char *tok = strtok(archs, ","); tok; tok = strtok(NULL, ",")) {
         int sm = driver_parse_arch(tok);
-        if (!sm || nsm >= 4) {
+        if (!sm) {
             fprintf(stderr, "tilec: error: unknown architecture '%s' (sm_90a, sm_100a)\n", tok);
             return 1;
         }
-        sms[nsm++] = sm;
+        bool seen = false; /* an architecture named twice is built once */
+        for (int a = 0; a < nsm; a++)
+            seen |= sms[a] == sm;
+        if (!seen && nsm < 4)
+            sms[nsm++] = sm;
     }
-    const char *nvlink = NULL, *fatbinary = NULL;
-    static char nvl[4096], fb[4096];
-    const char *t = cuda_tool("nvlink");
-    if (t) {
-        snprintf(nvl, sizeof nvl, "%s", t);
-        nvlink = nvl;
-    }
-    t = cuda_tool("fatbinary");
-    if (t) {
-        snprintf(fb, sizeof fb, "%s", t);
-        fatbinary = fb;
-    }
-    if (!nvlink || !fatbinary || !cuda_tool("ptxas")) {
-        fprintf(stderr, "tilec: error: build needs ptxas, nvlink and fatbinary from the CUDA 13 toolkit "
-                        "(/usr/local/cuda or TILEC_CUDA_HOME)\n");
+    char nvlink[4096], fatbinary[4096], ptxas[4096];
+    if (!cuda_tool("nvlink", nvlink, sizeof nvlink) || !cuda_tool("fatbinary", fatbinary, sizeof fatbinary) ||
+        !cuda_tool("ptxas", ptxas, sizeof ptxas)) {
+        StrBuf where = {0};
+        cuda_tool_places(&where);
+        fprintf(stderr, "tilec: error: build needs ptxas, nvlink and fatbinary of the CUDA 13 toolkit; they are not all in %s\n",
+                where.data);
+        sb_free(&where);
         return 1;
     }
     /* the jobs: every declared specialisation x every architecture */
@@ -258,6 +258,14 @@ int driver_build(const DriverOptions *o, const char *file)
         fprintf(stderr, "tilec: error: '%s' declares no specialisations (add 'specialize' declarations)\n", file);
         return 1;
     }
+    /* the temporary directory first: a build that cannot finish should fail before compiling */
+    char *dir = temp_dir_create("build");
+    if (!dir) {
+        fprintf(stderr, "tilec: error: cannot create a temporary directory in '%s': %s\n", temp_dir_base(), strerror(errno));
+        free(B.jobs);
+        pthread_mutex_destroy(&B.mu);
+        return 1;
+    }
     B.tty = isatty(2);
     int nthreads = o->jobs < B.njobs ? o->jobs : B.njobs;
     pthread_t th[256];
@@ -274,27 +282,23 @@ int driver_build(const DriverOptions *o, const char *file)
             fprintf(stderr, "tilec: error: %s failed\n%s", B.jobs[i].key ? B.jobs[i].key : "?", B.jobs[i].diags ? B.jobs[i].diags : "");
         }
     int rc = failed ? 1 : 0;
-    char dir[] = "/tmp/tilec-build-XXXXXX";
-    if (!rc && !mkdtemp(dir)) {
-        fprintf(stderr, "tilec: error: cannot create a temporary directory\n");
-        rc = 1;
-    }
     /* link each architecture's objects, then the fatbin */
     char *cubins[4] = {0};
     for (int a = 0; !rc && a < nsm; a++) {
         char **argv = tl_xcalloc((size_t)B.njobs + 8, sizeof(char *));
         int n = 0;
-        char archarg[32], outname[64];
+        char archarg[32], name[64];
         snprintf(archarg, sizeof archarg, "-arch=sm_%da", sms[a]);
-        snprintf(outname, sizeof outname, "%s/sm_%da.cubin", dir, sms[a]);
-        argv[n++] = (char *)nvlink;
+        snprintf(name, sizeof name, "sm_%da.cubin", sms[a]);
+        cubins[a] = tl_xmalloc(strlen(dir) + strlen(name) + 2);
+        sprintf(cubins[a], "%s/%s", dir, name);
+        argv[n++] = nvlink;
         argv[n++] = archarg;
         argv[n++] = "-o";
-        argv[n++] = outname;
+        argv[n++] = cubins[a];
         for (int i = 0; i < B.njobs; i++) {
             if (B.jobs[i].sm != sms[a])
                 continue;
-            char name[64];
             snprintf(name, sizeof name, "k%d.o", i);
             char *p = tmp_write(dir, name, B.jobs[i].obj, B.jobs[i].obj_size);
             if (!p) {
@@ -312,14 +316,13 @@ int driver_build(const DriverOptions *o, const char *file)
             free(argv[i]);
         }
         free(argv);
-        cubins[a] = strdup(outname);
     }
     if (!rc) {
         char *argv[16];
         int n = 0;
         char create[4200], img[4][4200];
         snprintf(create, sizeof create, "--create=%s", o->output);
-        argv[n++] = (char *)fatbinary;
+        argv[n++] = fatbinary;
         argv[n++] = create;
         argv[n++] = "-64";
         for (int a = 0; a < nsm; a++) {
@@ -337,8 +340,8 @@ int driver_build(const DriverOptions *o, const char *file)
             unlink(cubins[a]);
         free(cubins[a]);
     }
-    if (!rc || strcmp(dir, "/tmp/tilec-build-XXXXXX") != 0)
-        rmdir(dir);
+    rmdir(dir);
+    free(dir);
     /* the manifest: what the fatbin holds */
     if (!rc) {
         char mpath[4200];

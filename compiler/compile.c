@@ -118,18 +118,54 @@ void compile_result_free(CompileResult *r)
 }
 
 /* ---- CUDA toolkit programs ---- */
-const char *cuda_tool(const char *name)
+/* TILEC_CUDA_HOME, when set, is the only place looked at: a test (or a user) that names a
+ * toolkit must get that one, not whichever another variable or /usr/local/cuda happens to hold. */
+bool cuda_tool(const char *name, char *path, size_t size)
 {
-    static char path[4096];
-    const char *homes[] = {getenv("TILEC_CUDA_HOME"), getenv("CUDA_HOME"), "/usr/local/cuda"};
-    for (int i = 0; i < 3; i++) {
+    const char *only = getenv("TILEC_CUDA_HOME");
+    const char *homes[] = {only, getenv("CUDA_HOME"), "/usr/local/cuda"};
+    int n = only && *only ? 1 : 3;
+    for (int i = 0; i < n; i++) {
         if (!homes[i] || !*homes[i])
             continue;
-        snprintf(path, sizeof path, "%s/bin/%s", homes[i], name);
+        if (snprintf(path, size, "%s/bin/%s", homes[i], name) >= (int)size)
+            continue;
         if (access(path, X_OK) == 0)
-            return path;
+            return true;
     }
-    return NULL;
+    return false;
+}
+
+void cuda_tool_places(StrBuf *out)
+{
+    const char *only = getenv("TILEC_CUDA_HOME"), *home = getenv("CUDA_HOME");
+    if (only && *only)
+        sb_printf(out, "'%s/bin' (TILEC_CUDA_HOME)", only);
+    else if (home && *home)
+        sb_printf(out, "'%s/bin' (CUDA_HOME) or '/usr/local/cuda/bin'", home);
+    else
+        sb_puts(out, "'/usr/local/cuda/bin'");
+}
+
+const char *temp_dir_base(void)
+{
+    const char *base = getenv("TMPDIR");
+    return base && *base ? base : "/tmp";
+}
+
+char *temp_dir_create(const char *what)
+{
+    const char *base = temp_dir_base();
+    size_t n = strlen(base) + strlen(what) + 16;
+    char *dir = tl_xmalloc(n);
+    snprintf(dir, n, "%s/tilec-%s-XXXXXX", base, what);
+    if (!mkdtemp(dir)) {
+        int err = errno;
+        free(dir);
+        errno = err;
+        return NULL;
+    }
+    return dir;
 }
 
 static bool write_all(int fd, const void *p, size_t n)
@@ -205,26 +241,37 @@ static int run_capture(char *const argv[], StrBuf *out)
 bool run_ptxas(DiagEngine *d, const char *ptx, size_t n, int sm, int opt_level, bool relocatable, char **cubin, size_t *cubin_size,
                StrBuf *info)
 {
-    const char *ptxas = cuda_tool("ptxas");
-    if (!ptxas) {
-        diag_error(d, loc_none(), "ptxas not found: install the CUDA 13 toolkit at /usr/local/cuda or set TILEC_CUDA_HOME");
+    char ptxas[4096];
+    if (!cuda_tool("ptxas", ptxas, sizeof ptxas)) {
+        StrBuf where = {0};
+        cuda_tool_places(&where);
+        diag_error(d, loc_none(), "ptxas not found in %s; install the CUDA 13 toolkit or set TILEC_CUDA_HOME", where.data);
+        sb_free(&where);
         return false;
     }
-    char dir[] = "/tmp/tilec-ptxas-XXXXXX";
-    if (!mkdtemp(dir)) {
-        diag_error(d, loc_none(), "cannot create a temporary directory: %s", strerror(errno));
+    char *dir = temp_dir_create("ptxas");
+    if (!dir) {
+        diag_error(d, loc_none(), "cannot create a temporary directory in '%s': %s", temp_dir_base(), strerror(errno));
         return false;
     }
-    char in[256], outp[256];
-    snprintf(in, sizeof in, "%s/k.ptx", dir);
-    snprintf(outp, sizeof outp, "%s/k.cubin", dir);
+    size_t plen = strlen(dir) + 16;
+    char *in = tl_xmalloc(plen), *outp = tl_xmalloc(plen);
+    snprintf(in, plen, "%s/k.ptx", dir);
+    snprintf(outp, plen, "%s/k.cubin", dir);
     int fd = open(in, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     bool ok = fd >= 0 && write_all(fd, ptx, n);
-    if (fd >= 0)
-        close(fd);
+    int err = ok ? 0 : errno;
+    if (fd >= 0 && close(fd) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
     if (!ok) {
-        diag_error(d, loc_none(), "cannot write a temporary PTX file");
+        diag_error(d, loc_none(), "cannot write a temporary PTX file in '%s': %s", temp_dir_base(), strerror(err));
+        unlink(in);
         rmdir(dir);
+        free(in);
+        free(outp);
+        free(dir);
         return false;
     }
     char arch[32], opt[8];
@@ -232,7 +279,7 @@ bool run_ptxas(DiagEngine *d, const char *ptx, size_t n, int sm, int opt_level, 
     snprintf(opt, sizeof opt, "-O%d", opt_level < 0 ? 0 : opt_level > 3 ? 3 : opt_level);
     char *argv[12];
     int a = 0;
-    argv[a++] = (char *)ptxas;
+    argv[a++] = ptxas;
     argv[a++] = arch;
     argv[a++] = opt;
     argv[a++] = "-v";
@@ -245,7 +292,9 @@ bool run_ptxas(DiagEngine *d, const char *ptx, size_t n, int sm, int opt_level, 
     StrBuf log = {0};
     int rc = run_capture(argv, &log);
     if (rc != 0) {
-        diag_error(d, loc_none(), "ptxas failed (exit %d):\n%s", rc, log.data ? log.data : "");
+        while (log.len && (log.data[log.len - 1] == '\n' || log.data[log.len - 1] == ' '))
+            log.data[--log.len] = 0; /* the diagnostic ends the line itself */
+        diag_error(d, loc_none(), "ptxas failed (exit %d):\n%s", rc, log.len ? log.data : "(it printed nothing)");
         ok = false;
     } else {
         *cubin = read_whole(outp, cubin_size);
@@ -259,6 +308,9 @@ bool run_ptxas(DiagEngine *d, const char *ptx, size_t n, int sm, int opt_level, 
     unlink(in);
     unlink(outp);
     rmdir(dir);
+    free(in);
+    free(outp);
+    free(dir);
     return ok;
 }
 

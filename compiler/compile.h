@@ -31,7 +31,14 @@ void compile_result_free(CompileResult *r);
 /* ptxas: PTX text -> cubin bytes. info (optional) receives ptxas -v output. */
 bool run_ptxas(DiagEngine *d, const char *ptx, size_t n, int sm, int opt_level, bool relocatable, char **cubin, size_t *cubin_size,
                StrBuf *info);
-const char *cuda_tool(const char *name); /* absolute path of a CUDA toolkit program, or NULL */
+/* The path of a CUDA toolkit program: under $TILEC_CUDA_HOME/bin when that is set, else under
+ * $CUDA_HOME/bin or /usr/local/cuda/bin. False if it is not there (or path is too small). */
+bool cuda_tool(const char *name, char *path, size_t size);
+void cuda_tool_places(StrBuf *out);      /* where cuda_tool looks, for messages */
+/* A new private directory $TMPDIR/tilec-WHAT-XXXXXX (TMPDIR unset or empty: /tmp), malloc'd;
+ * NULL with errno set if it cannot be made. */
+char *temp_dir_create(const char *what);
+const char *temp_dir_base(void);
 int driver_parse_arch(const char *arch);  /* "sm_90a" -> 90, "sm_100a" -> 100, else 0 */
 
 #endif

@@ -257,8 +257,10 @@ int driver_emit(const DriverOptions *o, const char *file)
             return 1;
         }
         if (host != !strcmp(stage, "obj") && strcmp(stage, "tir") && strcmp(stage, "llvm")) {
-            fprintf(stderr, "tilec: error: %s\n", host ? "--target=host emits --stage=tir, llvm or obj"
-                                                       : "--stage=obj needs --target=host");
+            if (host)
+                fprintf(stderr, "tilec: error: --target=host emits --stage=tir, llvm or obj\n");
+            else
+                fprintf(stderr, "tilec: error: --stage=obj needs --target=host\n");
             return 1;
         }
         if (load(&c, o, file)) {

@@ -295,7 +295,9 @@ static TExpr *lower_element(Lower *L, Expr *e, TBuf **buf_out, TExpr **bidx)
         ridx[i] = as_i32(L, lower_expr(L, e->args.v[i]));
     region_element(L, &r, ridx, bidx);
     *buf_out = r.buf;
-    return tx_load(L->k, r.buf, bidx, r.buf->rank);
+    TExpr *ld = tx_load(L->k, r.buf, bidx, r.buf->rank);
+    ld->loc = e->loc; /* the lowering of frag accesses reports errors here */
+    return ld;
 }
 
 /* ---- fn inlining ---- */

@@ -828,6 +828,8 @@ static TStmt *lower_parallel(LT *L, TStmt *s)
             blk->body = rw_list(&S, s->body, s->nbody);
             blk->nbody = s->nbody;
             ts_push(k, out, blk);
+            if (S.err)
+                break; /* one report, not one per element */
         }
     } else {
         const Layout *lay = t->layout;

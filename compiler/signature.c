@@ -14,7 +14,9 @@ static const char *op_name(OpKind op)
     }
 }
 
-static bool sexpr(StrBuf *out, const Expr *e)
+/* Writes e in the runtime's prefix notation; false if it cannot, with *bad set to the innermost
+ * part that the runtime cannot evaluate (so that the diagnostic points at it). */
+static bool sexpr(StrBuf *out, const Expr *e, const Expr **bad)
 {
     if (e->cv.kind == CV_INT) {
         sb_printf(out, "%lld", (long long)e->cv.i);
@@ -43,19 +45,20 @@ static bool sexpr(StrBuf *out, const Expr *e)
             sb_puts(out, e->sym->name);
             return true;
         }
+        *bad = e;
         return false;
     case EX_BINARY:
         sb_printf(out, "(%s ", op_name(e->op));
-        if (!sexpr(out, e->a))
+        if (!sexpr(out, e->a, bad))
             return false;
         sb_puts(out, " ");
-        if (!sexpr(out, e->b))
+        if (!sexpr(out, e->b, bad))
             return false;
         sb_puts(out, ")");
         return true;
     case EX_UNARY:
         sb_puts(out, e->op == OP_NEG ? "(neg " : e->op == OP_NOT ? "(! " : "(~ ");
-        if (!sexpr(out, e->a))
+        if (!sexpr(out, e->a, bad))
             return false;
         sb_puts(out, ")");
         return true;
@@ -72,19 +75,23 @@ static bool sexpr(StrBuf *out, const Expr *e)
         default: break;
         }
         if (!f && (e->a->kind == EX_TYPE || (e->a->sym && e->a->sym->kind == SYM_GENERIC)) && e->args.n == 1)
-            return sexpr(out, e->args.v[0]); /* integer conversions: values fit the runtime's int64 */
-        if (!f)
+            return sexpr(out, e->args.v[0], bad); /* integer conversions: values fit the runtime's int64 */
+        if (!f) {
+            *bad = e;
             return false;
+        }
         sb_printf(out, "(%s", f);
         for (int i = 0; i < e->args.n; i++) {
             sb_puts(out, " ");
-            if (!sexpr(out, e->args.v[i]))
+            if (!sexpr(out, e->args.v[i], bad))
                 return false;
         }
         sb_puts(out, ")");
         return true;
     }
-    default: return false;
+    default:
+        *bad = e;
+        return false;
     }
 }
 
@@ -132,6 +139,7 @@ bool signature_write(StrBuf *out, TKernel *k, DiagEngine *d)
     sb_printf(out, "flags%s%s\n", k->cooperative ? " cooperative" : "", k->pdl ? " pdl" : "");
     sb_printf(out, "nparams %d\n", it->nparams);
     bool ok = true;
+    const Expr *bad = NULL;
     for (int i = 0; i < it->nparams; i++) {
         Param *p = &it->params[i];
         if (p->ty->kind != TE_TENSOR) {
@@ -152,8 +160,8 @@ bool signature_write(StrBuf *out, TKernel *k, DiagEngine *d)
                     sb_printf(out, "(bind %s)", e->sym->name);
                 else if (e->kind == EX_NAME && !strcmp(e->str, "_"))
                     sb_puts(out, "any");
-                else if (!sexpr(out, e)) {
-                    diag_error(d, e->loc, "this shape expression cannot be checked at launch");
+                else if (!sexpr(out, e, &bad)) {
+                    diag_error(d, bad->loc, "this shape expression cannot be checked at launch");
                     ok = false;
                 }
                 sb_puts(out, "\n");
@@ -163,8 +171,8 @@ bool signature_write(StrBuf *out, TKernel *k, DiagEngine *d)
     sb_puts(out, "grid");
     for (int i = 0; i < it->launch.grid.n; i++) {
         sb_puts(out, " ");
-        if (!sexpr(out, it->launch.grid.v[i])) {
-            diag_error(d, it->launch.grid.v[i]->loc, "this grid expression cannot be evaluated at launch");
+        if (!sexpr(out, it->launch.grid.v[i], &bad)) {
+            diag_error(d, bad->loc, "this grid expression cannot be evaluated at launch");
             ok = false;
         }
     }
@@ -178,8 +186,8 @@ bool signature_write(StrBuf *out, TKernel *k, DiagEngine *d)
         if (uses_absent(it, st->e))
             continue; /* about a tensor this specialisation does not take */
         sb_puts(out, "require ");
-        if (!sexpr(out, st->e)) {
-            diag_error(d, st->e->loc, "this requirement cannot be evaluated at launch");
+        if (!sexpr(out, st->e, &bad)) {
+            diag_error(d, bad->loc, "this requirement cannot be evaluated at launch");
             ok = false;
         }
         sb_puts(out, " ");

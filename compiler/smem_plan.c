@@ -35,8 +35,10 @@ bool pass_smem_plan(TKernel *k)
     k->smem_bytes = off + ((scratch + 15) & ~(int64_t)15);
     int64_t limit = k->sm >= 100 ? 232448 : 232448; /* 227 KiB per block on sm_90 and sm_100 */
     if (k->smem_bytes > limit) {
+        /* the specialisation matters when there is one: its generics set the tile sizes */
         diag_error(k->diag, k->item->name.loc,
-                   "kernel '%s' needs %lld bytes of shared memory; a block can have at most %lld", k->key,
+                   "kernel '%s' needs %lld bytes of shared memory; a block can have at most %lld",
+                   k->item->ngenerics ? k->key : k->name,
                    (long long)k->smem_bytes, (long long)limit);
         return false;
     }

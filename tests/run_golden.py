@@ -4,7 +4,16 @@
 In a test file:
   // RUN: tilec ARGS        the command (default `tilec check %s`); %s is the file's name and the
                             command runs in the file's folder, so paths in the output are short;
-                            several RUN lines run in order, their outputs joined
+                            several RUN lines run in order, their outputs joined. Substitutions:
+                            %S the file's folder (absolute), %t an empty temporary folder of the
+                            test's own (removed afterwards). The command may start with VAR=value
+                            words, which it gets in its environment; every command also gets
+                            TILEC=<the tilec under test>, so that the command may be a script
+                            (given by path) that runs it
+  // REQUIRES: cuda         the test needs the CUDA toolkit at /usr/local/cuda (the fake toolkits
+                            of tests/lang/cli/fakecuda hand on to its programs); without it the
+                            test is skipped, with the reason printed (exit status 77 when every
+                            file given was skipped)
   // EXIT: N                expected exit status (default 1 if an error is expected, else 0)
   expected-error: MSG       in a `//` comment: a diagnostic with exactly this message on this line;
   expected-warning: MSG     `expected-error@+1: MSG` / `@-2` for a nearby line, `@FILE:N` for a line
@@ -24,10 +33,13 @@ usage:
   run_golden.py --tilec BIN --stress             generated pathological inputs, each within a time
                                                  limit (scaled by $TILEC_TEST_TIME_FACTOR)
   run_golden.py --coverage                       every diagnostic in compiler/ has a test
+                                                 (for a message of several lines, its first
+                                                 line: the rest is checked by //> lines)
 """
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -60,7 +72,7 @@ def parse_test(path):
     text = open(path, newline='', **ENC).read()  # keep \r\n: a test may be about it
     lines = text.split('\n')
     name = os.path.basename(path)
-    t = dict(runs=[], exit=None, annots=[], checks=[], out=None, lines=lines)
+    t = dict(runs=[], exit=None, annots=[], checks=[], out=None, lines=lines, requires=[])
     out = []
     for i, ln in enumerate(lines, 1):
         if ln.startswith('//>'):
@@ -70,6 +82,9 @@ def parse_test(path):
         m = re.search(r'//\s*RUN:\s*(.*?)\s*$', ln)
         if m:
             t['runs'].append(m.group(1))
+        m = re.search(r'//\s*REQUIRES:\s*(.*?)\s*$', ln)
+        if m:
+            t['requires'].append(m.group(1))
         m = re.search(r'//\s*EXIT:\s*(\d+)', ln)
         if m:
             t['exit'] = int(m.group(1))
@@ -96,15 +111,36 @@ def parse_test(path):
     return t
 
 
+ENV_WORD = re.compile(r'^([A-Za-z_][A-Za-z0-9_]*)=(.*)$')
+CUDA_PTXAS = '/usr/local/cuda/bin/ptxas'
+# what each REQUIRES: feature needs, and the reason printed when a test is skipped without it
+FEATURES = {'cuda': (lambda: os.access(CUDA_PTXAS, os.X_OK), 'no CUDA toolkit (%s)' % CUDA_PTXAS)}
+
+
 def run_cmd(tilec, cmd, cwd, timeout=20):
     args = cmd.split()
+    env = dict(os.environ, TILEC=tilec)
+    while args and ENV_WORD.match(args[0]):
+        name, value = ENV_WORD.match(args.pop(0)).groups()
+        env[name] = value
     if args and args[0] == 'tilec':
         args[0] = tilec
     try:
-        p = subprocess.run(args, cwd=cwd, capture_output=True, timeout=timeout)
+        p = subprocess.run(args, cwd=cwd, capture_output=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return None, '', 'TIMEOUT after %d s\n' % timeout
     return p.returncode, p.stdout.decode(**ENC), p.stderr.decode(**ENC)
+
+
+def missing_features(t):
+    """Reasons why the test cannot run here (empty: it can)."""
+    out = []
+    for feature in t['requires']:
+        if feature not in FEATURES:
+            out.append('unknown REQUIRES feature %r' % feature)
+        elif not FEATURES[feature][0]():
+            out.append(FEATURES[feature][1])
+    return out
 
 
 def check_annotations(t, diags):
@@ -146,23 +182,38 @@ def diff(expected, actual):
                                         'expected (//> lines)', 'actual stderr'))
 
 
-def run_test(tilec, path, update=False):
-    """Returns a list of failure messages (empty: the test passed)."""
+class Skipped(Exception):
+    pass
+
+
+def run_test(tilec, path, update=False, tries=3):
+    """Returns a list of failure messages (empty: the test passed); raises Skipped when the test
+    needs what this machine lacks."""
     t = parse_test(path)
+    why = missing_features(t)
+    if why and not any(w.startswith('unknown') for w in why):
+        raise Skipped('; '.join(why))
+    if why:
+        return why
     cwd = os.path.dirname(os.path.abspath(path))
     errs, out, err = [], '', ''
-    for cmd in t['runs'] or ['tilec check %s']:
-        rc, o, e = run_cmd(tilec, cmd.replace('%s', os.path.basename(path)), cwd)
-        out, err = out + o, err + e
-        if rc != t['exit']:
-            errs.append('%s: exit status %s, expected %d' % (cmd, rc, t['exit']))
+    tmp = tempfile.mkdtemp(prefix='tilec-test-')
+    try:
+        for cmd in t['runs'] or ['tilec check %s']:
+            line = cmd.replace('%s', os.path.basename(path)).replace('%S', cwd).replace('%t', tmp)
+            rc, o, e = run_cmd(tilec, line, cwd)
+            out, err = out + o, err + e
+            if rc != t['exit']:
+                errs.append('%s: exit status %s, expected %d' % (cmd, rc, t['exit']))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     if 'internal compiler error' in err or 'Sanitizer' in err or 'runtime error:' in err:
         errs.append('crash or internal error')
     errs += check_annotations(t, parse_diags(err))
     errs += check_stdout(t, out)
-    if update and not errs and (t['out'] or '') != err:
+    if update and tries and not errs and (t['out'] or '') != err:
         write_block(path, t, err)
-        return run_test(tilec, path, update)  # line numbers may move: run until stable
+        return run_test(tilec, path, update, tries - 1)  # line numbers may move: run until stable
     if (t['out'] or '') != err:
         errs.append('standard error differs:\n' + diff(t['out'] or '', err))
     return errs
@@ -325,8 +376,9 @@ def run_stress(tilec, only=None):
 
 
 # ---------------------------------------------------------------- message coverage
-CALL_FMT_ARG = {'diag_error': 2, 'diag_warning': 2, 'diag_note': 2, 'ERR': 1, 'fail_usage': 0}
-# messages no input to the tilec CLI can produce, with the reason
+CALL_FMT_ARG = {'diag_error': 2, 'diag_warning': 2, 'diag_note': 2, 'ERR': 1, 'fail_usage': 0, 'fprintf': 1}
+CLI_ERROR = 'tilec: error: '  # how the command line's own messages start (fprintf to stderr)
+# messages no test can produce (no input to tilec, on the machines the tests run on), with the reason
 EXEMPT = {
     'cannot start the scanner': 'only when flex cannot allocate its state (out of memory)',
     '%s: nesting too deep to parse': 'only when flex cannot allocate the scan buffer (out of memory)',
@@ -335,6 +387,19 @@ EXEMPT = {
     "elements of a frag can only be written inside a 'parallel' loop":
         "check_index() has already said 'elements of a frag can only be accessed inside ...'",
     "'%s' takes a float, found %s": 'unify() has already rejected every operand that is not a float',
+    'the host (emulator) target needs an x86-64 Linux machine; this one is %s':
+        'only on a host that is not x86-64 Linux; the tests run on one',
+    "'gemm' has no tensor-core instruction for %s operands":
+        "sema has already said \"'gemm' takes f16, bf16, f32 (as tf32), e4m3 or e5m2 operands, not ...\"",
+    'copy of part of a frag is not supported':
+        "the layout pass has already said 'copy from (into) part of a frag is not supported; ...' and "
+        "stopped the compilation; no later pass makes a copy",
+    "'cumsum' has no 'group' argument":
+        "check_named() has already said \"'cumsum' has no argument 'group'; it takes 'dim', 'exclusive'\"",
+    "'cumsum' along dimension %d: '%s' is spread over threads in a way the scan does not handle; "
+    "give it a default layout":
+        'every layout tilec makes (default, layout(...), mma operand or accumulator, reduction result) '
+        'numbers the positions of each dimension with contiguous digits; a guard for future layouts',
 }
 # messages built at run time rather than from one format string, as regular expressions
 BUILT = {'%s': [r'expected .+, found .+', r'unexpected .+']}
@@ -381,7 +446,7 @@ def source_messages():
     for f in sorted(glob.glob(os.path.join(ROOT, 'compiler', '*.[cly]'))):
         src = open(f, **ENC).read()
         where = lambda pos: '%s:%d' % (os.path.basename(f), src.count('\n', 0, pos) + 1)
-        for m in re.finditer(r'\b(diag_error|diag_warning|diag_note|ERR|fail_usage)\s*\(', src):
+        for m in re.finditer(r'\b(diag_error|diag_warning|diag_note|ERR|fail_usage|fprintf)\s*\(', src):
             if src[max(0, m.start() - 8):m.start()].endswith('define '):
                 continue
             args = split_args(src, m.end() - 1)
@@ -397,9 +462,13 @@ def source_messages():
                     cur = None
             lits += [cur] if cur is not None else []
             for lit in lits:
-                out.append((where(m.start()), m.group(1), c_unescape(lit)))
-        for m in re.finditer(r'fprintf\(stderr, "tilec: error: ((?:[^"\\]|\\.)*?)\\n"', src):
-            out.append((where(m.start()), 'fprintf', c_unescape(m.group(1))))
+                lit = c_unescape(lit)
+                if m.group(1) == 'fprintf':
+                    if args[0].strip() != 'stderr' or not lit.startswith(CLI_ERROR):
+                        continue
+                    lit = lit[len(CLI_ERROR):]
+                    lit = lit[:-1] if lit.endswith('\n') else lit
+                out.append((where(m.start()), m.group(1), lit))
     return out
 
 
@@ -450,13 +519,15 @@ def run_coverage():
         if fmt in EXEMPT:
             exempt += 1
             continue
-        pats = [re.compile(p + r'\Z') for p in BUILT[fmt]] if fmt in BUILT else [format_regex(fmt, kind)]
+        # a message of several lines is checked by its first line (expected-* lines hold one line)
+        first = fmt.split('\n')[0]
+        pats = [re.compile(p + r'\Z') for p in BUILT[fmt]] if fmt in BUILT else [format_regex(first, kind)]
         for p in pats:
             if not any(p.match(m) for m in msgs):
                 missing.append('%s: %s' % (where, p.pattern if fmt in BUILT else fmt))
     for m in missing:
         print('no test for the message at ' + m)
-    print('%d messages in compiler/, %d exempt (unreachable from the CLI), %d without a test'
+    print('%d messages in compiler/, %d exempt (no test can produce them), %d without a test'
           % (len(seen), exempt, len(missing)))
     return 1 if missing else 0
 
@@ -478,16 +549,23 @@ def main(argv):
     if a.stress is not None:
         return 1 if run_stress(tilec, a.stress) else 0
     files = find_tests(a.paths)
-    failed = 0
+    failed = skipped = 0
     for f in files:
-        errs = run_test(tilec, f, a.update)
+        try:
+            errs = run_test(tilec, f, a.update)
+        except Skipped as why:
+            skipped += 1
+            print('skipped %s: %s' % (f, why))
+            continue
         if errs:
             failed += 1
             print('FAIL %s' % f)
             for e in errs:
                 print('  ' + e.replace('\n', '\n  ').rstrip())
-    print('%d test file(s), %d failed' % (len(files), failed))
-    return 1 if failed else 0
+    print('%d test file(s), %d failed, %d skipped' % (len(files), failed, skipped))
+    if failed:
+        return 1
+    return 77 if files and skipped == len(files) else 0
 
 
 if __name__ == '__main__':

@@ -1,8 +1,9 @@
-/* frontend_api_test.c — checks of the front end's library entry points that the tilec CLI does
+/* frontend_api_test.c — checks of the compiler's library entry points that the tilec CLI does
  * not reach: loading from a string, generic values given as "NAME=VALUE" strings (the runtime's
- * way to name a specialisation), and their printing. Each EXPECT_DIAG message is counted by the
- * message-coverage check (run_golden.py --coverage). */
+ * way to name a specialisation) and their printing, and the requests tilec_compile refuses. Each
+ * EXPECT_DIAG message is counted by the message-coverage check (run_golden.py --coverage). */
 #include "sema.h"
+#include "tilec/compiler.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +19,9 @@ static int failures;
         }                                                                        \
     } while (0)
 
-/* the rendered diagnostics contain "error: MSG" as one whole line */
-static void expect_diag(Compilation *c, const char *msg, int line)
+/* the rendered diagnostics `out` contain "error: MSG" as one whole line */
+static void expect_diag(const char *out, const char *msg, int line)
 {
-    const char *out = c->diag.out.data ? c->diag.out.data : "";
     char want[512];
     snprintf(want, sizeof want, "error: %s\n", msg);
     if (!strstr(out, want)) {
@@ -29,7 +29,9 @@ static void expect_diag(Compilation *c, const char *msg, int line)
         failures++;
     }
 }
-#define EXPECT_DIAG(c, msg) expect_diag((c), (msg), __LINE__)
+#define EXPECT_DIAG(out, msg) expect_diag((out), (msg), __LINE__)
+
+static const char *diags(const Compilation *c) { return c->diag.out.data ? c->diag.out.data : ""; }
 
 static const char *program =
     "kernel k<T: type, N: int, F: float = 0.5, B: bool = false>(x: T[M], y: f32[M]?)\n"
@@ -75,16 +77,16 @@ static void test_generic_strings(void)
 
     const char *no_eq[] = {"T"};
     CHECK(!sema_generic_args_from_strings(&c, k, no_eq, 1, &ga));
-    EXPECT_DIAG(&c, "generic value 'T' must be written NAME=VALUE");
+    EXPECT_DIAG(diags(&c), "generic value 'T' must be written NAME=VALUE");
     const char *unknown[] = {"Q=1"};
     CHECK(!sema_generic_args_from_strings(&c, k, unknown, 1, &ga));
-    EXPECT_DIAG(&c, "kernel 'k' has no generic parameter 'Q'");
+    EXPECT_DIAG(diags(&c), "kernel 'k' has no generic parameter 'Q'");
     const char *wrong_kind[] = {"N=f32"};
     CHECK(!sema_generic_args_from_strings(&c, k, wrong_kind, 1, &ga));
-    EXPECT_DIAG(&c, "generic 'N' of 'k' is an int; 'f32' is not");
+    EXPECT_DIAG(diags(&c), "generic 'N' of 'k' is an int; 'f32' is not");
     const char *missing[] = {"T=f32"};
     CHECK(!sema_generic_args_from_strings(&c, k, missing, 1, &ga));
-    EXPECT_DIAG(&c, "kernel 'k' needs a value for generic 'N'");
+    EXPECT_DIAG(diags(&c), "kernel 'k' needs a value for generic 'N'");
     comp_free(&c);
 }
 
@@ -122,7 +124,7 @@ static void test_big_string(void)
     Compilation c;
     comp_init(&c);
     CHECK(!comp_load_string(&c, "big.tl", text));
-    EXPECT_DIAG(&c, "'big.tl' is larger than 8 MiB");
+    EXPECT_DIAG(diags(&c), "'big.tl' is larger than 8 MiB");
     comp_free(&c);
     free(text);
 }
@@ -147,12 +149,35 @@ static void test_reuse(void)
     comp_free(&c);
 }
 
+static void test_compile_refusals(void)
+{
+    tilec_program *p = NULL;
+    CHECK(tilec_program_from_string("api.tl", "kernel k(x: f32[N]) grid(1) threads(32) { x[0] = 1.0; }\n", NULL, &p) ==
+          TILEC_OK);
+    if (!p)
+        return;
+    tilec_artifact *a = NULL;
+    tilec_target sm80 = {.sm = 80, .opt_level = 3};
+    CHECK(tilec_compile(p, "k", NULL, 0, &sm80, &a) == TILEC_ERROR_UNSUPPORTED && a == NULL);
+    EXPECT_DIAG(tilec_program_diagnostics(p), "unsupported target sm_80 (sm_90a and sm_100a are supported)");
+    CHECK(tilec_compile(p, "nope", NULL, 0, NULL, &a) == TILEC_ERROR_NOT_FOUND && a == NULL);
+    EXPECT_DIAG(tilec_program_diagnostics(p), "no kernel named 'nope'");
+    const char *unknown[] = {"Q=1"};
+    CHECK(tilec_compile(p, "k", unknown, 1, NULL, &a) == TILEC_ERROR_COMPILE && a == NULL);
+    EXPECT_DIAG(tilec_program_diagnostics(p), "kernel 'k' has no generic parameter 'Q'");
+    /* a refused request leaves the program usable: the runtime keeps one per source file */
+    CHECK(tilec_compile(p, "k", NULL, 0, NULL, &a) == TILEC_OK && a && a->ptx && strstr(a->ptx, ".entry"));
+    tilec_artifact_destroy(a);
+    tilec_program_destroy(p);
+}
+
 int main(void)
 {
     test_generic_strings();
     test_specialize_expansion();
     test_big_string();
     test_reuse();
+    test_compile_refusals();
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
     else
