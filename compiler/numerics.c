@@ -409,6 +409,15 @@ uint32_t tl_num_exp2_cr(uint32_t x)
     double xd = xf;
     double i = floor(xd), f = xd - i;    /* both exact */
     double margin;
+    if (i >= -126) {
+        /* normal result (the common case, kept cheap for the emulator): 2^f in [1,2) in
+         * units of 2^-23, rounded unless within 2^-12 of a tie (as below) */
+        double s = exp2(f) * 0x1p23, n = floor(s), g = s - n - 0.5;
+        if (fabs(g) > 0x1p-12) {
+            uint32_t m = (uint32_t)n + (g > 0);   /* 2^23 .. 2^24: a carry bumps the exponent */
+            return ((uint32_t)((int)i + 127) << 23) + (m - 0x800000u);
+        }
+    }
     /* fast estimate: a libm exp2 within 2^-40 relative leaves at most 2^-16 f32 spacings of
      * doubt; anything closer to a boundary than 2^-12 goes to the double-double path */
     uint32_t r = round_pos_to_f32(exp2(f), 0, (int)i, &margin);
@@ -492,12 +501,21 @@ static double rint_even(double s)
     return fl;
 }
 
+/* 2^k as a double, for -1022 <= k <= 1023 (cheaper than ldexp on the emulator's hot path) */
+static double pow2i(int k)
+{
+    uint64_t b = (uint64_t)(1023 + k) << 52;
+    double d;
+    memcpy(&d, &b, 8);
+    return d;
+}
+
 /* 2^(sign * idx / 2^nb) as the unit produces it for a grid point: the correctly rounded
  * value, plus the table's delta when there is a table */
 static uint32_t ex2_grid(uint64_t idx, unsigned nb, bool neg, const MufuTable *t)
 {
-    double f = ldexp((double)idx, -(int)nb);
-    uint32_t y = tl_num_exp2_cr(tl_num_bits((float)(neg ? -f : f)));
+    float f = (float)((double)idx * pow2i(-(int)nb));   /* exact: idx < 2^24 */
+    uint32_t y = tl_num_exp2_cr(tl_num_bits(neg ? -f : f));
     return t ? (uint32_t)((int32_t)y + mufu_delta(t, idx)) : y;
 }
 
@@ -513,7 +531,7 @@ static uint32_t ex2_scale(uint32_t y, int scale)
 }
 
 /* pos: the kind 1 table (or NULL: the model), neg: the kind 3 table (or NULL) */
-static uint32_t ex2_eval(uint32_t x, const MufuTable *pos, const MufuTable *neg)
+static uint32_t ex2_eval(uint32_t x, const MufuTable *pos, const MufuTable *negt)
 {
     if (f32_is_nan(x))
         return F32_NAN;
@@ -524,27 +542,37 @@ static uint32_t ex2_eval(uint32_t x, const MufuTable *pos, const MufuTable *neg)
         return F32_INF;
     if (xf < -200.0f)
         return 0;
+    bool neg = x >> 31;
     unsigned nb = pos ? pos->index_bits : 23, cut = pos ? pos->cut : MUFU_CUT_SIGNMAG;
-    if (x >> 31 && (neg || cut == MUFU_CUT_SIGNMAG || cut == MUFU_CUT_ONES)) {
-        /* sign-magnitude: |x| cut toward zero to n + f/2^nb */
-        unsigned b = neg ? neg->index_bits : nb;
-        uint64_t m = (uint64_t)ldexp(-(double)xf, (int)b);   /* conversion truncates */
-        uint64_t f = m & (((uint64_t)1 << b) - 1);
-        int n = (int)(m >> b);
-        if (neg || cut == MUFU_CUT_SIGNMAG)
-            return ex2_scale(ex2_grid(f, b, true, neg), -n);
-        /* one's complement: the fraction bits inverted index the positive table, one
-         * exponent lower; f = 0 (an integer input) is exact */
-        if (f == 0)
-            return ex2_scale(F32_ONE, -n);
-        return ex2_scale(ex2_grid((((uint64_t)1 << b) - 1) - f, b, false, pos), -n - 1);
+    if (neg && negt) {                   /* sign-magnitude with measured ex2(-f) */
+        nb = negt->index_bits;
+        cut = MUFU_CUT_SIGNMAG;
     }
-    /* positive inputs, and negative ones split as q = i + f with i = floor(q) */
-    double s = ldexp((double)xf, (int)nb);
-    double qs = cut == MUFU_CUT_FLOOR ? floor(s) : cut == MUFU_CUT_NEAREST ? rint_even(s) : trunc(s);
-    double ip = floor(ldexp(qs, -(int)nb));         /* integer part of the cut input */
-    uint64_t idx = (uint64_t)(qs - ldexp(ip, (int)nb));
-    return ex2_scale(ex2_grid(idx, nb, false, pos), (int)ip);
+    if (cut == MUFU_CUT_FLOOR || cut == MUFU_CUT_NEAREST) {
+        /* q = x cut to nb fraction bits, split as q = i + f with i = floor(q) */
+        double s = (double)xf * pow2i((int)nb);
+        double qs = cut == MUFU_CUT_FLOOR ? floor(s) : rint_even(s);
+        double ip = floor(qs * pow2i(-(int)nb));
+        uint64_t idx = (uint64_t)(qs - ip * pow2i((int)nb));
+        return ex2_scale(ex2_grid(idx, nb, false, pos), (int)ip);
+    }
+    /* |x| cut toward zero to n + f/2^nb (|x| < 2^8, so m < 2^32) */
+    uint64_t m = (uint64_t)((double)fabsf(xf) * pow2i((int)nb));   /* conversion truncates */
+    uint64_t f = m & (((uint64_t)1 << nb) - 1);
+    int n = (int)(m >> nb);
+    if (!neg)
+        return ex2_scale(ex2_grid(f, nb, false, pos), n);
+    if (cut == MUFU_CUT_SIGNMAG)
+        return ex2_scale(ex2_grid(f, nb, true, negt), -n);
+    if (cut == MUFU_CUT_ONES) {          /* the fraction bits inverted, one exponent lower */
+        if (f == 0)
+            return ex2_scale(F32_ONE, -n);   /* an integer input is exact */
+        return ex2_scale(ex2_grid((((uint64_t)1 << nb) - 1) - f, nb, false, pos), -n - 1);
+    }
+    /* toward zero, then the two's complement split: i = -(n+1), fraction 1 - f (f > 0) */
+    if (f == 0)
+        return ex2_scale(ex2_grid(0, nb, false, pos), -n);
+    return ex2_scale(ex2_grid(((uint64_t)1 << nb) - f, nb, false, pos), -n - 1);
 }
 
 static uint32_t rsqrt_eval(uint32_t x, bool ftz, const MufuTable *t)

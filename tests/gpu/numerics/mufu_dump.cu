@@ -1004,17 +1004,22 @@ static int do_samples(const std::string &outdir)
 
     std::vector<uint8_t> rec;
     uint64_t bad_ex2 = 0, bad_expf = 0, bad_rsq = 0;
+    auto record = [&rec](uint32_t op, uint32_t x, uint32_t y) {
+        put32(rec, op);
+        put32(rec, x);
+        put32(rec, y);
+    };
     for (size_t i = 0; i < g_smp_ex2.size(); i++) {
-        put32(rec, MUFU_OP_EX2), put32(rec, g_smp_ex2[i]), put32(rec, hex2[i]);
+        record(MUFU_OP_EX2, g_smp_ex2[i], hex2[i]);
         bad_ex2 += tl_num_ex2_approx_ftz(g_smp_ex2[i]) != hex2[i];
     }
     for (size_t i = 0; i < g_smp_expf.size(); i++) {
-        put32(rec, MUFU_OP_EXPF), put32(rec, g_smp_expf[i]), put32(rec, hexp[i]);
+        record(MUFU_OP_EXPF, g_smp_expf[i], hexp[i]);
         bad_expf += tl_num_expf(g_smp_expf[i]) != hexp[i];
     }
     for (size_t i = 0; i < nr; i++) {
-        put32(rec, MUFU_OP_RSQRT), put32(rec, g_smp_rsq[i]), put32(rec, hr[i]);
-        put32(rec, MUFU_OP_RSQRT_FTZ), put32(rec, g_smp_rsq[i]), put32(rec, hrf[i]);
+        record(MUFU_OP_RSQRT, g_smp_rsq[i], hr[i]);
+        record(MUFU_OP_RSQRT_FTZ, g_smp_rsq[i], hrf[i]);
         bad_rsq += tl_num_rsqrt_approx(g_smp_rsq[i], false) != hr[i];
         bad_rsq += tl_num_rsqrt_approx(g_smp_rsq[i], true) != hrf[i];
     }
@@ -1179,9 +1184,9 @@ int main(int argc, char **argv)
     g_threads = (int)std::max(1u, std::thread::hardware_concurrency());
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    say("device: %s (sm_%d%d), %d SMs; %d host threads; mode:%s%s\n", prop.name, prop.major,
-        prop.minor, prop.multiProcessorCount, g_threads, full ? " --full" : " default",
-        sampled ? " --sampled" : "");
+    say("device: %s (sm_%d%d), %d SMs; %d host threads; options:%s%s%s\n", prop.name, prop.major,
+        prop.minor, prop.multiProcessorCount, g_threads, full ? " --full" : "",
+        sampled ? " --sampled" : "", full || sampled ? "" : " none");
     int fail = do_ex2(outdir, full, sampled);
     say("  (%.1f s)\n", elapsed());
     fail |= do_expf(full, sampled);
