@@ -15,6 +15,9 @@
 
 /* the unit's ex2 on the grids, as numerics.c now computes it */
 static uint32_t *g_P, *g_M;
+/* whether the built-in tables include a kind 3 table (ex2(-f) measured): then negative inputs
+ * follow it (sign-magnitude), not the one's complement rule of a cut-3 kind 1 table */
+static bool g_have_neg;
 
 static void build_grids(void)
 {
@@ -104,6 +107,7 @@ static bool install(const uint8_t *b, size_t n)
 static void check_report_expf_old(const char *path, const uint8_t *cut1, size_t n1, int *fail)
 {
     Tally t = {"run 1 report: its tl_num_expf column vs numerics.c with a cut-1 ex2 table", 0, 0, {{0}}};
+    tl_num_mufu_uninstall(3);   /* a kind 3 table would take over the negative inputs */
     tally_hit(&t, install(cut1, n1), "cut-1 table refused");
     tally_hit(&t, !tl_num_ex2_is_exact(), "a cut-1 table must not count as complete");
     FILE *f = fopen(path, "r");
@@ -214,7 +218,9 @@ static void check_predictions(int *fail)
             continue;
         }
         neg++;
-        tally_hit(&t, mufu_pred_ones(rb, g_P) == want, "ones r=%08x %08x vs %08x", rb, mufu_pred_ones(rb, g_P), want);
+        if (!g_have_neg)
+            tally_hit(&t, mufu_pred_ones(rb, g_P) == want, "ones r=%08x %08x vs %08x", rb,
+                      mufu_pred_ones(rb, g_P), want);
         tally_hit(&t, mufu_pred_signmag(rb, g_M) == want, "signmag r=%08x %08x vs %08x", rb,
                   mufu_pred_signmag(rb, g_M), want);
         differ += mufu_pred_twos(rb, g_P) != want;
@@ -359,7 +365,8 @@ int main(int argc, char **argv)
     Tally b = {"built-in tables", 0, 0, {{0}}};
     char err[200] = "";
     int n = tl_num_mufu_install_builtin(err, sizeof err);
-    tally_hit(&b, n >= 2, "tl_num_mufu_install_builtin: %d (%s)", n, err);
+    tally_hit(&b, n == 2 || n == 3, "tl_num_mufu_install_builtin: %d (%s)", n, err);
+    g_have_neg = n == 3;
     tally_hit(&b, tl_num_ex2_is_exact() && tl_num_rsqrt_is_exact(), "the built-in tables are incomplete");
     fail |= tally_report(&b);
     if (fail)
@@ -376,7 +383,10 @@ int main(int argc, char **argv)
     size_t n1, n3;
     uint8_t *cut1 = grid_table(1, &n1), *cut3 = grid_table(3, &n3);
     check_report_expf_old(argv[1], cut1, n1, &fail);
-    check_run1_counts(cut1, n1, cut3, n3, &fail);
+    if (!g_have_neg)
+        check_run1_counts(cut1, n1, cut3, n3, &fail);
+    else   /* the counts test the one's complement rule, which a kind 3 table replaces */
+        printf("built-in kind 3 table: run 1's counts are not re-derived from the one's complement rule\n");
     free(cut1);
     free(cut3);
     printf("time %.1f s\n", now_seconds() - t0);

@@ -566,8 +566,10 @@ template <class In> static void compare(CheckOp op, size_t n, In in, const uint3
 {
     std::vector<CheckTally> part(g_threads);
     parallel_for(n, [&](int t, size_t lo, size_t hi) {
+        CheckTally mine;   /* local: neighbouring tallies would share cache lines */
         for (size_t i = lo; i < hi; i++)
-            part[t].add(op, in(i), hw[i]);
+            mine.add(op, in(i), hw[i]);
+        part[t] = std::move(mine);
     });
     for (auto &p : part)
         into.merge(p);
