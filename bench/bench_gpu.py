@@ -2,8 +2,9 @@
 the same run and torch.compile of the PyTorch reference on the same inputs.
 
 GB/s = bytes moved (inputs read once + outputs written once, logical sizes) / median time.
-Times: CUDA events around each call after warm-up, median of many calls, inputs rotated over
-enough copies to exceed the L2 cache. Usage: python bench_gpu.py [--json FILE] [--quick]
+Times: CUDA events around each call after warm-up (a spin kernel ahead of each start event hides
+the host's overhead), median of many calls, inputs rotated over enough copies to exceed the L2
+cache. Usage: python bench_gpu.py [--json FILE] [--quick]
 """
 import argparse
 import json
@@ -24,7 +25,11 @@ L2_BYTES = 60 << 20
 
 
 def time_fn(fn, inputs, iters=50, warmup=5):
-    """Median ms of fn(*inputs[i % len(inputs)])."""
+    """Median ms of fn(*inputs[i % len(inputs)]) on the GPU.
+
+    A spin kernel of about 40 us runs before each start event, so that the host has queued the
+    call before the GPU reaches the event: the time is the GPU's, not the host's Python and launch
+    overhead (bench/launch_overhead.py measures that)."""
     for i in range(warmup):
         fn(*inputs[i % len(inputs)])
     torch.cuda.synchronize()
@@ -32,6 +37,7 @@ def time_fn(fn, inputs, iters=50, warmup=5):
     for i in range(iters):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         args = inputs[i % len(inputs)]
+        torch.cuda._sleep(80_000)
         a.record()
         fn(*args)
         b.record()

@@ -13,6 +13,7 @@ struct tilec_program {
     char **kernel_names;
     int nkernels;
     Define *defines;
+    size_t last_start; /* where the diagnostics of the latest tilec_compile begin in diag.out */
 };
 
 const char *tilec_status_name(tilec_status s)
@@ -122,12 +123,22 @@ const char *tilec_program_diagnostics(const tilec_program *p)
     return p->comp.diag.out.data;
 }
 
+const char *tilec_program_last_diagnostics(const tilec_program *p)
+{
+    if (!p || !p->comp.diag.out.data || p->last_start > p->comp.diag.out.len)
+        return "";
+    return p->comp.diag.out.data + p->last_start;
+}
+
 uint64_t tilec_program_hash(const tilec_program *p) { return p ? p->hash : 0; }
 int tilec_program_num_kernels(const tilec_program *p) { return p ? p->nkernels : 0; }
 const char *tilec_program_kernel_name(const tilec_program *p, int i)
 {
     return p && i >= 0 && i < p->nkernels ? p->kernel_names[i] : NULL;
 }
+
+static tilec_status compile_request(tilec_program *p, const char *kernel, const char *const *generics, int ngenerics,
+                                    const tilec_target *target, tilec_artifact **out);
 
 tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *const *generics, int ngenerics,
                            const tilec_target *target, tilec_artifact **out)
@@ -136,15 +147,28 @@ tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *con
         return TILEC_ERROR_INVALID_ARGUMENT;
     *out = NULL;
     Compilation *c = &p->comp;
-    if (diag_has_errors(&c->diag))
+    p->last_start = c->diag.out.len;
+    if (diag_has_errors(&c->diag)) /* the program itself has errors */
         return TILEC_ERROR_COMPILE;
+    int errs = c->diag.nerrors;
+    tilec_status st = compile_request(p, kernel, generics, ngenerics, target, out);
+    /* errors of one request must not poison later ones: the program stays usable */
+    if (st != TILEC_OK) {
+        c->diag.nerrors = errs;
+        c->diag.ice = false;
+        if (c->diag.nerrors == 0)
+            c->diag.capped = false;
+    }
+    return st;
+}
+
+static tilec_status compile_request(tilec_program *p, const char *kernel, const char *const *generics, int ngenerics,
+                                    const tilec_target *target, tilec_artifact **out)
+{
+    Compilation *c = &p->comp;
     int sm = target ? target->sm : 90;
     if (sm != 90 && sm != 100) {
         diag_error(&c->diag, loc_none(), "unsupported target sm_%d (sm_90a and sm_100a are supported)", sm);
-        return TILEC_ERROR_UNSUPPORTED;
-    }
-    if (target && target->host) {
-        diag_error(&c->diag, loc_none(), "the host (emulator) target is not available in this build");
         return TILEC_ERROR_UNSUPPORTED;
     }
     Item *k = NULL;
@@ -155,6 +179,7 @@ tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *con
         diag_error(&c->diag, loc_none(), "no kernel named '%s'", kernel);
         return TILEC_ERROR_NOT_FOUND;
     }
+    c->checked_nodes = 0; /* the bound on checking work is per request, not per program */
     CompileRequest rq = {0};
     if (!sema_generic_args_from_strings(c, k, (const char **)generics, ngenerics, &rq.args))
         return TILEC_ERROR_COMPILE;
@@ -162,21 +187,18 @@ tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *con
     rq.sm = sm;
     rq.opt_level = target ? target->opt_level : 3;
     rq.stage = STAGE_PTX;
+    rq.host = target && target->host;
     CompileResult res;
-    int errs = c->diag.nerrors;
-    bool ok = compile_specialization(c, &rq, &res);
-    /* errors of one specialisation must not poison later compiles of the program */
-    if (!ok) {
-        tilec_status st = c->diag.ice ? TILEC_ERROR_INTERNAL : TILEC_ERROR_COMPILE;
-        c->diag.nerrors = errs;
-        c->diag.ice = false;
-        if (c->diag.nerrors == 0)
-            c->diag.capped = false;
-        return st;
-    }
+    if (!compile_specialization(c, &rq, &res))
+        return c->diag.ice ? TILEC_ERROR_INTERNAL : TILEC_ERROR_COMPILE;
     tilec_artifact *a = tl_xcalloc(1, sizeof *a);
-    a->ptx = res.text;
-    a->ptx_size = res.size;
+    if (rq.host) { /* host target: an x86-64 object for the emulator */
+        a->object = res.text;
+        a->object_size = res.size;
+    } else {
+        a->ptx = res.text;
+        a->ptx_size = res.size;
+    }
     a->signature = res.signature;
     a->entry = res.entry;
     *out = a;

@@ -21,6 +21,8 @@ enum {
     TL_MAX_SPECIALIZATIONS = 4096,   /* instances of one `specialize` declaration */
     TL_MAX_IDENT = 128,
     TL_MAX_INLINE_DEPTH = 32,        /* nested fn calls being inlined */
+    TL_MAX_INLINE_NODES = 1 << 16,   /* syntax nodes of fn bodies inlined into one kernel */
+    TL_MAX_CHECKED_NODES = 1 << 21,  /* syntax nodes checked by one compilation (see sema.h) */
     TL_MAX_GENERICS = 16,            /* generic parameters of one kernel or fn */
     TL_MAX_PARAMS = 64,              /* parameters of one kernel */
 };

@@ -15,6 +15,18 @@ char *cg_emit_ptx(TKernel *k, LLVMModuleRef m, int opt_level, size_t *size);
 /* Optimises and returns the LLVM IR text (malloc'd), for --stage=llvm. */
 char *cg_emit_llvm_text(TKernel *k, LLVMModuleRef m, int opt_level);
 
+/* codegen_mma.c: the TI_* target instructions of tir.h (tensor cores, ldmatrix, cp.async). */
+typedef struct CgxEnv {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    int sm;
+} CgxEnv;
+/* a TI_* call with one result (TI_PACK); NULL if `call` is not one of these */
+LLVMValueRef cgx_value(const CgxEnv *env, const TExpr *call, LLVMValueRef *args);
+/* the instruction of a TS_INTRIN statement: args evaluated, outs receives nouts results */
+bool cgx_intrin(const CgxEnv *env, const TExpr *call, LLVMValueRef *args, LLVMValueRef *outs, int nouts);
+
 /* One-time LLVM initialisation (thread-safe). */
 void cg_init_llvm(void);
 

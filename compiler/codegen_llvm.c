@@ -7,6 +7,7 @@
  * allocas that mem2reg turns into registers; register arrays are indexed by constants only. */
 #include "codegen.h"
 
+#include <llvm-c/DebugInfo.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,56 @@ typedef struct CG {
     LLVMBasicBlockRef ret_bb;
     bool ok;
     LLVMTypeRef t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_void, t_ptr0, t_ptr1, t_ptr3;
+    /* host target only: line tables, for the emulator's reports and for debuggers */
+    LLVMDIBuilderRef dib;
+    LLVMMetadataRef dsub, dscope[TL_MAX_FILES];
 } CG;
+
+/* ---------------- source lines (host target) ---------------- */
+
+static LLVMMetadataRef debug_file(CG *g, int file)
+{
+    const char *path = g->k->diag->files[file]->path;
+    const char *slash = strrchr(path, '/');
+    const char *dir = slash ? path : ".";
+    size_t dlen = slash ? (size_t)(slash - path) : 1;
+    const char *base = slash ? slash + 1 : path;
+    return LLVMDIBuilderCreateFile(g->dib, base, strlen(base), dir, dlen);
+}
+
+static void debug_begin(CG *g)
+{
+    TKernel *k = g->k;
+    Loc at = k->item ? k->item->name.loc : loc_none();
+    if (at.file < 0 || at.file >= k->diag->nfiles)
+        return;
+    g->dib = LLVMCreateDIBuilder(g->mod);
+    LLVMMetadataRef file = debug_file(g, at.file);
+    LLVMDIBuilderCreateCompileUnit(g->dib, LLVMDWARFSourceLanguageC, file, "tilec", 5, 1, "", 0, 0, "", 0,
+                                   LLVMDWARFEmissionLineTablesOnly, 0, 0, 0, "", 0, "", 0);
+    int line, col;
+    diag_line_col(k->diag, at, &line, &col);
+    LLVMMetadataRef ty = LLVMDIBuilderCreateSubroutineType(g->dib, file, NULL, 0, LLVMDIFlagZero);
+    g->dsub = LLVMDIBuilderCreateFunction(g->dib, file, k->key, strlen(k->key), k->entry, strlen(k->entry), file,
+                                          (unsigned)line, ty, 0, 1, (unsigned)line, LLVMDIFlagZero, 1);
+    g->dscope[at.file] = g->dsub;
+    LLVMSetSubprogram(g->fn, g->dsub);
+    LLVMAddModuleFlag(g->mod, LLVMModuleFlagBehaviorWarning, "Debug Info Version", 18,
+                      LLVMValueAsMetadata(LLVMConstInt(g->t_i32, LLVMDebugMetadataVersion(), 0)));
+}
+
+/* later instructions carry loc (code inlined from other files gets a scope of its file) */
+static void debug_loc(CG *g, Loc loc)
+{
+    if (!g->dib || loc.file < 0 || loc.file >= g->k->diag->nfiles)
+        return;
+    if (!g->dscope[loc.file])
+        g->dscope[loc.file] = LLVMDIBuilderCreateLexicalBlockFile(g->dib, g->dsub, debug_file(g, loc.file), 0);
+    int line, col;
+    diag_line_col(g->k->diag, loc, &line, &col);
+    LLVMSetCurrentDebugLocation2(g->b, LLVMDIBuilderCreateDebugLocation(g->ctx, (unsigned)line, (unsigned)col,
+                                                                        g->dscope[loc.file], NULL));
+}
 
 static void cg_error(CG *g, Loc loc, const char *msg)
 {
@@ -652,6 +702,55 @@ static LLVMValueRef expf_accurate(CG *g, LLVMValueRef x)
     return LLVMBuildFMul(b, p, s, "");
 }
 
+/* CUDA's log1pf (libdevice __nv_log1pf without flush to zero), step for step, so that log1p() is
+ * bit-identical to torch.log1p on the GPU: the argument is split as 1 + a = 2^i * (1 + m) with
+ * the exponent taken from a round-toward-zero sum, a degree-9 polynomial in m, then i * ln2.
+ * Non-finite sums (a = inf or NaN) take the special-value path below, whatever the exponent. */
+static LLVMValueRef log1pf_accurate(CG *g, LLVMValueRef a)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef f = g->t_f32;
+    /* a + 1 rounded toward zero: the nearest sum, one ulp back toward zero when its exact error
+     * (TwoSum) shows that it was rounded away from zero (plain IEEE operations, which the CPU
+     * emulator runs too; the same value as add.rz.f32) */
+    LLVMValueRef one = cf32(g, 1.0f);
+    LLVMValueRef s = LLVMBuildFAdd(b, a, one, "");
+    LLVMValueRef bb = LLVMBuildFSub(b, s, a, "");
+    LLVMValueRef err = LLVMBuildFAdd(b, LLVMBuildFSub(b, a, LLVMBuildFSub(b, s, bb, ""), ""), LLVMBuildFSub(b, one, bb, ""), "");
+    LLVMValueRef away = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealONE, err, cf32(g, 0.0f), ""),
+                                     LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, err, cf32(g, 0.0f), ""),
+                                                  LLVMBuildFCmp(b, LLVMRealOLT, s, cf32(g, 0.0f), ""), ""), "");
+    LLVMValueRef sb = LLVMBuildBitCast(b, s, g->t_i32, "");
+    LLVMValueRef ub = LLVMBuildSelect(b, away, LLVMBuildSub(b, sb, c32(g, 1), ""), sb, "");
+    LLVMValueRef e = LLVMBuildAnd(b, LLVMBuildSub(b, ub, c32(g, 0x3F400000), ""), c32(g, (int32_t)0xFF800000u), "");
+    LLVMValueRef ab = LLVMBuildBitCast(b, a, g->t_i32, "");
+    LLVMValueRef m = LLVMBuildBitCast(b, LLVMBuildSub(b, ab, e, ""), f, "");
+    LLVMValueRef sc = LLVMBuildBitCast(b, LLVMBuildSub(b, c32(g, 0x40800000), e, ""), f, "");
+    LLVMValueRef a1[3] = {cf32(g, 0.25f), sc, cf32(g, -1.0f)};
+    m = LLVMBuildFAdd(b, m, call_overloaded(g, "llvm.fma", &f, 1, a1, 3), "");
+    LLVMValueRef ie = LLVMBuildFMul(b, LLVMBuildSIToFP(b, e, f, ""), cf32_bits(g, 0x34000000), "");
+    static const uint32_t coef[] = {0xBD39BF78, 0x3DD80012, 0xBE0778E0, 0x3E146475, 0xBE2A68DD,
+                                    0x3E4CAF9E, 0xBE800042, 0x3EAAAAE6, 0xBF000000};
+    LLVMValueRef p = cf32_bits(g, coef[0]);
+    for (int i = 1; i < 9; i++) {
+        LLVMValueRef ar[3] = {p, m, cf32_bits(g, coef[i])};
+        p = call_overloaded(g, "llvm.fma", &f, 1, ar, 3);
+    }
+    LLVMValueRef q = LLVMBuildFMul(b, p, m, "");
+    LLVMValueRef a2[3] = {q, m, m};
+    q = call_overloaded(g, "llvm.fma", &f, 1, a2, 3);
+    LLVMValueRef a3[3] = {ie, cf32_bits(g, 0x3F317218), q};
+    LLVMValueRef r = call_overloaded(g, "llvm.fma", &f, 1, a3, 3);
+    /* +inf, NaN and a < -1 go through fma(a, inf, inf) (inf, NaN, NaN); -0 stays -0 */
+    LLVMValueRef special = LLVMBuildICmp(b, LLVMIntUGE, ab, c32(g, 0x7F800000), "");
+    LLVMValueRef big = LLVMBuildICmp(b, LLVMIntSGT, ab, c32(g, (int32_t)0xBF800000u), "");
+    LLVMValueRef a4[3] = {a, cf32_bits(g, 0x7F800000), cf32_bits(g, 0x7F800000)};
+    LLVMValueRef rs = LLVMBuildSelect(b, big, call_overloaded(g, "llvm.fma", &f, 1, a4, 3), r, "");
+    LLVMValueRef zero = LLVMBuildFCmp(b, LLVMRealOEQ, a, cf32(g, 0.0f), "");
+    rs = LLVMBuildSelect(b, zero, cf32_bits(g, 0x80000000), rs, "");
+    return LLVMBuildSelect(b, special, rs, r, "");
+}
+
 static LLVMValueRef shfl(CG *g, const char *mode, LLVMValueRef v, DType dt, LLVMValueRef lane, int width)
 {
     /* 32-bit pieces through shfl.sync; 64-bit values as two halves */
@@ -701,6 +800,87 @@ static LLVMValueRef warp_reduce(CG *g, int op, LLVMValueRef v, DType dt)
     return v;
 }
 
+/* a NUL-terminated string constant in global memory, as a generic pointer */
+static LLVMValueRef cstring(CG *g, const char *s, const char *name)
+{
+    size_t n = strlen(s) + 1;
+    LLVMValueRef init = LLVMConstStringInContext2(g->ctx, s, n - 1, 0);
+    LLVMValueRef gv = LLVMAddGlobalInAddressSpace(g->mod, LLVMArrayType2(g->t_i8, n), name, 1);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
+    LLVMSetAlignment(gv, 1);
+    return LLVMConstAddrSpaceCast(gv, g->t_ptr0);
+}
+
+/* printf through the PTX system call vprintf(format, args): the arguments are packed into a
+ * local buffer, each at an offset aligned to its size, after C's default promotions (integers
+ * narrower than 32 bits to i32, every float to f64), as the driver's formatter reads them */
+static void cg_printf(CG *g, TExpr *e, LLVMValueRef *a, int n)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMValueRef vals[32];
+    int off[32], size = 0;
+    for (int i = 0; i < n; i++) {
+        DType dt = e->args[i]->dt;
+        LLVMValueRef v = a[i];
+        if (dtype_is_float(dt))
+            v = dt == DT_F64 ? v : LLVMBuildFPExt(b, to_f32(g, v, dt), g->t_f64, "");
+        else if (dt == DT_BOOL)
+            v = LLVMBuildZExt(b, v, g->t_i32, "");
+        else if (dtype_bits(dt) < 32)
+            v = dtype_is_signed(dt) ? LLVMBuildSExt(b, v, g->t_i32, "") : LLVMBuildZExt(b, v, g->t_i32, "");
+        int sz = LLVMTypeOf(v) == g->t_i32 ? 4 : 8;
+        size = (size + sz - 1) / sz * sz;
+        off[i] = size;
+        size += sz;
+        vals[i] = v;
+    }
+    LLVMValueRef buf = LLVMConstPointerNull(g->t_ptr0);
+    if (n > 0) {
+        LLVMBuilderRef eb = LLVMCreateBuilderInContext(g->ctx);
+        LLVMPositionBuilderBefore(eb, LLVMGetFirstInstruction(g->entry));
+        buf = LLVMBuildAlloca(eb, LLVMArrayType2(g->t_i8, (uint64_t)size), "printf.args");
+        LLVMSetAlignment(buf, 8);
+        LLVMDisposeBuilder(eb);
+        for (int i = 0; i < n; i++) {
+            LLVMValueRef p = LLVMBuildGEP2(b, g->t_i8, buf, (LLVMValueRef[]){c32(g, off[i])}, 1, "");
+            LLVMSetAlignment(LLVMBuildStore(b, vals[i], p), off[i] % 8 == 0 ? 8 : 4);
+        }
+    }
+    LLVMValueRef args[2] = {cstring(g, e->str ? e->str : "", "printf.fmt"), buf};
+    LLVMTypeRef at[2] = {g->t_ptr0, g->t_ptr0};
+    call_intrinsic(g, "vprintf", g->t_i32, at, 2, args);
+}
+
+/* a failed assert: the PTX system call __assertfail(message, file, line, function, char size)
+ * prints the message with its source location, then the kernel traps */
+static void cg_assert_fail(CG *g, TExpr *e)
+{
+    DiagEngine *d = g->k->diag;
+    const char *file = "?";
+    int line = 0, col = 0;
+    StrBuf msg = {0};
+    if (e->loc.file >= 0 && e->loc.file < d->nfiles) {
+        SourceFile *f = d->files[e->loc.file];
+        file = f->path;
+        diag_line_col(d, e->loc, &line, &col);
+        /* without a message, the source text of the call, `assert(cond)`, says what failed */
+        if (!e->str && e->loc.end > e->loc.begin && e->loc.end <= f->len)
+            sb_append(&msg, f->text + e->loc.begin, e->loc.end - e->loc.begin);
+    }
+    if (e->str)
+        sb_puts(&msg, e->str);
+    if (!msg.len)
+        sb_puts(&msg, "assert");
+    LLVMValueRef args[5] = {cstring(g, msg.data, "assert.msg"), cstring(g, file, "assert.file"), c32(g, line),
+                            cstring(g, g->k->key, "assert.func"), ci(g, g->t_i64, 1)};
+    LLVMTypeRef at[5] = {g->t_ptr0, g->t_ptr0, g->t_i32, g->t_ptr0, g->t_i64};
+    call_intrinsic(g, "__assertfail", g->t_void, at, 5, args);
+    sb_free(&msg);
+}
+
 /* address of the element an atomic updates */
 static LLVMValueRef atomic_addr(CG *g, TExpr *target)
 {
@@ -714,14 +894,23 @@ static LLVMValueRef cg_call(CG *g, TExpr *e)
     LLVMBuilderRef b = g->b;
     int n = e->nargs;
     LLVMValueRef a[32];
+    if (e->builtin == TI_ADDR) /* an address for an instruction operand, not a load */
+        return elem_addr(g, e->args[0]->buf, linear_index(g, e->args[0]->buf, e->args[0]->args));
     bool atomic = e->builtin >= BI_ATOMIC_ADD && e->builtin <= BI_ATOMIC_CAS;
     for (int i = atomic ? 1 : 0; i < n && i < 32; i++)
         a[i] = cg_expr(g, e->args[i]);
+    debug_loc(g, e->loc);
     DType dt = e->dt;
     DType at = n > 0 ? e->args[n > 1 ? 1 : 0]->dt : DT_NONE;
     if (n > 0)
         at = e->args[0]->dt;
     LLVMTypeRef t = n > 0 ? LLVMTypeOf(a[atomic ? (n > 1 ? 1 : 0) : 0]) : g->t_i32;
+    if (e->builtin > TI_FIRST) {
+        CgxEnv env = {g->ctx, g->mod, g->b, g->k->sm};
+        LLVMValueRef v = cgx_value(&env, e, a);
+        if (v)
+            return v;
+    }
     switch (e->builtin) {
     case BI_EXP:
         if (at == DT_F32)
@@ -730,6 +919,10 @@ static LLVMValueRef cg_call(CG *g, TExpr *e)
     case BI_EXP2:
         if (at == DT_F32)
             return call_overloaded(g, "llvm.nvvm.ex2.approx", &t, 1, a, 1);
+        break;
+    case BI_LOG1P:
+        if (at == DT_F32)
+            return log1pf_accurate(g, a[0]);
         break;
     case BI_SQRT: return call_overloaded(g, "llvm.sqrt", &t, 1, a, 1);
     case BI_RSQRT:
@@ -838,12 +1031,14 @@ static LLVMValueRef cg_call(CG *g, TExpr *e)
     }
     case BI_PDL_WAIT: call_intrinsic(g, "llvm.nvvm.griddepcontrol.wait", g->t_void, NULL, 0, NULL); return NULL;
     case BI_PDL_TRIGGER: call_intrinsic(g, "llvm.nvvm.griddepcontrol.launch.dependents", g->t_void, NULL, 0, NULL); return NULL;
+    case BI_PRINTF: cg_printf(g, e, a, n); return NULL;
     case BI_TRAP: call_intrinsic(g, "llvm.trap", g->t_void, NULL, 0, NULL); return NULL;
     case BI_ASSERT: {
         LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "assert.fail");
         LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "assert.ok");
         LLVMBuildCondBr(b, a[0], cont, fail);
         LLVMPositionBuilderAtEnd(b, fail);
+        cg_assert_fail(g, e);
         call_intrinsic(g, "llvm.trap", g->t_void, NULL, 0, NULL);
         LLVMBuildUnreachable(b);
         LLVMPositionBuilderAtEnd(b, cont);
@@ -966,11 +1161,25 @@ static LLVMValueRef cg_expr(CG *g, TExpr *e)
         case OP_DIV:
         case OP_MOD: {
             int64_t cv;
-            if (!tx_is_const(e->b, &cv) || cv == 0) /* division by zero is unspecified, never undefined */
+            bool known = tx_is_const(e->b, &cv);
+            /* division by zero is unspecified, never undefined; signed MIN / -1 wraps to MIN
+             * (remainder 0), where LLVM's sdiv/srem are undefined: divide by 1 instead and
+             * negate (or give 0) for a divisor of -1 */
+            LLVMValueRef minus1 = NULL;
+            if (s && (!known || cv == -1)) {
+                minus1 = LLVMBuildICmp(b, LLVMIntEQ, y, LLVMConstAllOnes(t), "");
+                y = LLVMBuildSelect(b, minus1, ci(g, t, 1), y, "");
+            }
+            if (!known || cv == 0)
                 y = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, y, ci(g, t, 0), ""), ci(g, t, 1), y, "");
+            LLVMValueRef r;
             if (e->op == OP_DIV)
-                return s ? LLVMBuildSDiv(b, x, y, "") : LLVMBuildUDiv(b, x, y, "");
-            return s ? LLVMBuildSRem(b, x, y, "") : LLVMBuildURem(b, x, y, "");
+                r = s ? LLVMBuildSDiv(b, x, y, "") : LLVMBuildUDiv(b, x, y, "");
+            else
+                r = s ? LLVMBuildSRem(b, x, y, "") : LLVMBuildURem(b, x, y, "");
+            if (minus1)
+                r = LLVMBuildSelect(b, minus1, e->op == OP_DIV ? LLVMBuildSub(b, ci(g, t, 0), x, "") : ci(g, t, 0), r, "");
+            return r;
         }
         case OP_SHL:
         case OP_SHR: {
@@ -1090,6 +1299,7 @@ static void fresh_block(CG *g)
 static void cg_stmt(CG *g, TStmt *s)
 {
     LLVMBuilderRef b = g->b;
+    debug_loc(g, s->loc);
     switch (s->kind) {
     case TS_SEQ: cg_list(g, s->body, s->nbody); break;
     case TS_DECL:
@@ -1272,6 +1482,24 @@ static void cg_stmt(CG *g, TStmt *s)
     }
     case TS_VLOAD: cg_vload(g, s); break;
     case TS_VSTORE: cg_vstore(g, s); break;
+    case TS_INTRIN: {
+        LLVMValueRef in[32], out[16];
+        if (s->e->nargs > 32 || s->nidx > 16) {
+            diag_ice(g->k->diag, "codegen", "instruction with too many operands");
+            g->ok = false;
+            break;
+        }
+        for (int i = 0; i < s->e->nargs; i++)
+            in[i] = cg_expr(g, s->e->args[i]);
+        CgxEnv env = {g->ctx, g->mod, g->b, g->k->sm};
+        if (!cgx_intrin(&env, s->e, in, out, s->nidx)) {
+            cg_error(g, s->loc, "this tensor-core or asynchronous-copy instruction is not available for the target");
+            break;
+        }
+        for (int i = 0; i < s->nidx; i++) /* results go to register-array elements */
+            reg_set(g, s->idx[i]->buf, (int)s->idx[i]->args[0]->ival, out[i]);
+        break;
+    }
     default: diag_ice(g->k->diag, "codegen", "tile operation reached code generation"); g->ok = false; break;
     }
 }
@@ -1318,6 +1546,8 @@ LLVMModuleRef cg_build_module(TKernel *k, LLVMContextRef ctx)
     LLVMTypeRef ft = LLVMFunctionType(g.t_void, pts, (unsigned)np, 0);
     g.fn = LLVMAddFunction(g.mod, k->entry, ft);
     LLVMSetFunctionCallConv(g.fn, LLVMPTXKernelCallConv);
+    if (k->host) /* line tables for the emulator (the GPU build stays without debug info) */
+        debug_begin(&g);
     char nt[16];
     snprintf(nt, sizeof nt, "%d", k->nthreads);
     LLVMAddAttributeAtIndex(g.fn, LLVMAttributeFunctionIndex,
@@ -1364,6 +1594,10 @@ LLVMModuleRef cg_build_module(TKernel *k, LLVMContextRef ctx)
     LLVMPositionBuilderAtEnd(g.b, g.ret_bb);
     LLVMBuildRetVoid(g.b);
     LLVMDisposeBuilder(g.b);
+    if (g.dib) {
+        LLVMDIBuilderFinalize(g.dib);
+        LLVMDisposeDIBuilder(g.dib);
+    }
     /* variables and buffers point into this module: forget them for a later build */
     for (int i = 0; i < k->nbufs; i++)
         k->bufs[i]->cg = NULL;

@@ -1,9 +1,10 @@
 /* compile.c — the pipeline for one specialisation:
- *   sema(kernel, generics) -> lower_ast -> layout -> lower_tiles -> smem_plan -> LLVM -> PTX
+ *   sema(kernel, generics) -> lower_ast -> layout -> pipeline -> lower_tiles -> smem_plan -> LLVM -> PTX
  * with the IR verifier between passes, and the external steps that need the CUDA toolkit. */
 #include "compile.h"
 
 #include "codegen.h"
+#include "emu_lower.h"
 #include "signature.h"
 
 #include <errno.h>
@@ -61,10 +62,11 @@ bool compile_specialization(Compilation *c, const CompileRequest *rq, CompileRes
         return false;
     phase("sema", &t);
     TKernel *k;
-    if (!lower_ast(c, rq->kernel, &rq->args, rq->sm, false, &k))
+    if (!lower_ast(c, rq->kernel, &rq->args, rq->sm, rq->host, &k))
         return false;
     if (!run_pass(c, rq, k, "lower_ast", NULL) || !run_pass(c, rq, k, "layout", pass_layout) ||
-        !run_pass(c, rq, k, "lower_tiles", pass_lower_tiles) || !run_pass(c, rq, k, "smem_plan", pass_smem_plan))
+        !run_pass(c, rq, k, "pipeline", pass_pipeline) || !run_pass(c, rq, k, "lower_tiles", pass_lower_tiles) ||
+        !run_pass(c, rq, k, "smem_plan", pass_smem_plan))
         return false;
     phase("tir passes", &t);
     StrBuf sig = {0};
@@ -86,7 +88,9 @@ bool compile_specialization(Compilation *c, const CompileRequest *rq, CompileRes
     phase("llvm ir", &t);
     bool ok = false;
     if (m) {
-        if (rq->stage == STAGE_LLVM) {
+        if (rq->host) { /* host target: the same module, lowered for the CPU emulator */
+            out->text = emu_emit_host(k, m, rq->opt_level, rq->stage != STAGE_LLVM, &out->size);
+        } else if (rq->stage == STAGE_LLVM) {
             out->text = cg_emit_llvm_text(k, m, rq->opt_level);
             if (out->text)
                 out->size = strlen(out->text);

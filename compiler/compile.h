@@ -12,6 +12,7 @@ typedef struct CompileRequest {
     int sm;                   /* 90 or 100 */
     int opt_level;
     CompileStage stage;       /* how far to go */
+    bool host;                /* host target (CPU emulator): STAGE_PTX gives an x86-64 object */
     const char *dump_after;   /* print the TIR after this pass ("all" for every pass) */
     StrBuf *dump;             /* where dumps go */
 } CompileRequest;

@@ -87,6 +87,8 @@ void diag_line_col(const DiagEngine *d, Loc loc, int *line, int *col)
     *col = count_cols(f->text + f->line_starts[l], off - f->line_starts[l]) + 1;
 }
 
+enum { SNIPPET_MAX = 160, SNIPPET_BEFORE = 60 }; /* bytes of a long source line shown */
+
 static void render_snippet(DiagEngine *d, Loc loc)
 {
     const SourceFile *f = d->files[loc.file];
@@ -96,27 +98,39 @@ static void render_snippet(DiagEngine *d, Loc loc)
     uint32_t le = ls;
     while (le < f->len && f->text[le] != '\n' && f->text[le] != '\r')
         le++;
+    /* a long line (generated or minified code) is shown as a window around the caret, so that
+     * each diagnostic prints a bounded amount of text */
+    uint32_t ws = ls, we = le;
+    if (le - ls > SNIPPET_MAX) {
+        if (off > ls + SNIPPET_BEFORE)
+            ws = off - SNIPPET_BEFORE;
+        while (ws > ls && ((unsigned char)f->text[ws] & 0xC0) == 0x80)
+            ws--;
+        we = ws + SNIPPET_MAX < le ? ws + SNIPPET_MAX : le;
+        while (we < le && ((unsigned char)f->text[we] & 0xC0) == 0x80)
+            we++;
+    }
     /* a caret past the end of the line (e.g. at end of file) points just after it */
     uint32_t end = loc.end;
     if (end <= off)
         end = off + 1;
-    if (end > le)
-        end = le > off ? le : off + 1;
+    if (end > we)
+        end = we > off ? we : off + 1;
     char gutter[32];
     int gw = snprintf(gutter, sizeof gutter, "%d", l + 1);
     if (gw < 4)
         gw = 4;
-    sb_printf(&d->out, " %*d | ", gw, l + 1);
-    for (uint32_t i = ls; i < le; i++) {
+    sb_printf(&d->out, " %*d | %s", gw, l + 1, ws > ls ? "..." : "");
+    for (uint32_t i = ws; i < we; i++) {
         char c = f->text[i];
         /* control characters would garble the terminal; show them as '?' */
         if ((unsigned char)c < 0x20 && c != '\t')
             c = '?';
         sb_append(&d->out, &c, 1);
     }
-    sb_puts(&d->out, "\n");
-    sb_printf(&d->out, " %*s | ", gw, "");
-    for (uint32_t i = ls; i < off; i++) {
+    sb_puts(&d->out, we < le ? "...\n" : "\n");
+    sb_printf(&d->out, " %*s | %s", gw, "", ws > ls ? "   " : "");
+    for (uint32_t i = ws; i < off; i++) {
         unsigned char c = (unsigned char)f->text[i];
         if ((c & 0xC0) == 0x80)
             continue;
@@ -152,6 +166,15 @@ static void emit(DiagEngine *d, DiagLevel level, Loc loc, const char *fmt, va_li
             return;
         }
         if (d->capped) {
+            d->last_printed = false;
+            return;
+        }
+        /* warnings are bounded like errors, so that no input prints without end */
+        if (level == DIAG_WARNING && d->nwarnings > d->max_errors) {
+            if (!d->warnings_capped) {
+                d->warnings_capped = true;
+                sb_printf(&d->out, "tilec: warning: too many warnings (%d); not showing the others\n", d->max_errors);
+            }
             d->last_printed = false;
             return;
         }

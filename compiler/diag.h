@@ -36,6 +36,7 @@ typedef struct DiagEngine {
     int nerrors, nwarnings;
     int max_errors;
     bool capped;        /* error cap reached; further errors are counted, not printed */
+    bool warnings_capped; /* as many warnings printed as errors may be; the rest are counted */
     bool ice;           /* an internal compiler error was reported */
     bool last_printed;  /* whether the last error/warning was printed (notes follow it) */
     bool werror;

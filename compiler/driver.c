@@ -243,10 +243,22 @@ int driver_emit(const DriverOptions *o, const char *file)
         c.ninclude = o->ninclude;
         if (comp_load_file(&c, file))
             ast_print_module(&out, c.modules[0]);
-    } else if (!strcmp(stage, "tir") || !strcmp(stage, "llvm") || !strcmp(stage, "ptx") || !strcmp(stage, "cubin")) {
+    } else if (!strcmp(stage, "tir") || !strcmp(stage, "llvm") || !strcmp(stage, "ptx") || !strcmp(stage, "cubin") ||
+               !strcmp(stage, "obj")) {
         int sm = driver_parse_arch(o->arch);
         if (!sm) {
             fprintf(stderr, "tilec: error: unknown architecture '%s' (sm_90a or sm_100a)\n", o->arch);
+            return 1;
+        }
+        /* host target (CPU emulator): LLVM IR or an x86-64 object instead of PTX / cubin */
+        bool host = o->target && !strcmp(o->target, "host");
+        if (o->target && !host) {
+            fprintf(stderr, "tilec: error: unknown target '%s' (the GPU by default, or host)\n", o->target);
+            return 1;
+        }
+        if (host != !strcmp(stage, "obj") && strcmp(stage, "tir") && strcmp(stage, "llvm")) {
+            fprintf(stderr, "tilec: error: %s\n", host ? "--target=host emits --stage=tir, llvm or obj"
+                                                       : "--stage=obj needs --target=host");
             return 1;
         }
         if (load(&c, o, file)) {
@@ -257,6 +269,7 @@ int driver_emit(const DriverOptions *o, const char *file)
                 rq.sm = sm;
                 rq.opt_level = o->opt_level;
                 rq.stage = !strcmp(stage, "tir") ? STAGE_TIR : !strcmp(stage, "llvm") ? STAGE_LLVM : STAGE_PTX;
+                rq.host = host;
                 rq.dump_after = o->dump_after;
                 rq.dump = &out;
                 CompileResult res;
@@ -277,7 +290,7 @@ int driver_emit(const DriverOptions *o, const char *file)
         }
     } else {
         comp_init(&c);
-        diag_error(&c.diag, loc_none(), "unknown stage '%s' (ast, tir, llvm, ptx, cubin)", stage);
+        diag_error(&c.diag, loc_none(), "unknown stage '%s' (ast, tir, llvm, ptx, cubin, obj)", stage);
     }
     flush_diags(&c);
     rc = exit_code(&c);

@@ -9,6 +9,7 @@
 typedef struct DriverOptions {
     const char *stage;        /* emit: ast, tir, llvm, ptx, cubin */
     const char *arch;         /* "sm_90a", "sm_100a" or a comma list (build) */
+    const char *target;       /* NULL (the GPU) or "host" (the CPU emulator) */
     const char *dump_after;   /* TIR pass name or "all" */
     const char **include_dirs;
     int ninclude;

@@ -389,6 +389,9 @@ static void visit(LayoutPass *P, TStmt *s)
 bool pass_layout(TKernel *k)
 {
     LayoutPass P = {k, true};
+    /* gemm operands need the tensor-core fragment layouts, whatever touches them first */
+    if (!gemm_assign_layouts(k))
+        P.ok = false;
     visit(&P, k->body);
     /* frags never defined by a tile op still need one (e.g. written in a parallel loop first) */
     for (int i = 0; i < k->nbufs; i++)
@@ -400,7 +403,7 @@ bool pass_layout(TKernel *k)
      * padded row. */
     for (int i = 0; i < k->nbufs; i++) {
         TBuf *b = k->bufs[i];
-        if (b->scope == SC_SHARED && b->transposed_access && b->rank >= 2 && b->dt != DT_E2M1) {
+        if (b->scope == SC_SHARED && b->transposed_access && b->rank >= 2 && b->dt != DT_E2M1 && !b->row_pad) {
             int es = dtype_storage_bytes(b->dt);
             int64_t rowbytes = b->shape[b->rank - 1] * es;
             if (rowbytes % 128 == 0)

@@ -328,6 +328,18 @@ static TStmt *lower_transposing_copy(LT *L, TStmt *s, TStmt *out)
     int es = dtype_storage_bytes(src->buf->dt);
     int v = transpose_vec(es, src->extent[0], src->extent[1], k->nthreads);
     int64_t grid[2] = {src->extent[0] / v, src->extent[1] / v};
+    /* Micro-rows narrower than the swizzle's 16-byte chunk (u8 with V = 8): a warp whose lanes
+     * all read the same part of a chunk reaches only 16 of the 32 banks. Lanes then take H = 16 /
+     * (V bytes) neighbouring micro-tile columns and 32 / H micro-tile rows, so their reads cover
+     * every part of the chunks (two wavefronts per 256 bytes instead of four); the writes stay
+     * runs of 32 / H vectors along the destination rows. */
+    int h = 16 / (v * es);
+    int64_t lanes_i = 32 / (h > 0 ? h : 1);
+    bool split = h > 1 && grid[0] % h == 0 && grid[1] % lanes_i == 0;
+    if (split) {
+        grid[0] /= h;
+        grid[1] *= h;
+    }
     Layout *lay = layout_default(k->arena, 2, grid, k->nthreads, 1, 0);
     int64_t n = (int64_t)v * v;
     TBuf *in = tir_buf(k, "tin", SC_LOCAL, src->buf->dt, 1, &n);
@@ -335,8 +347,18 @@ static TStmt *lower_transposing_copy(LT *L, TStmt *s, TStmt *out)
     TExpr *tc0 = thread_coord(L, lay, 0), *tc1 = thread_coord(L, lay, 1);
     TExpr *store_pred = leader_pred(L, lay);
     for (int r = 0; r < lay->nregs; r++) {
-        TExpr *c0 = tx_bin(k, OP_MUL, tx_bin(k, OP_ADD, tc0, i32c(L, reg_coord(lay, r, 0))), i32c(L, v));
-        TExpr *c1 = tx_bin(k, OP_MUL, tx_bin(k, OP_ADD, tc1, i32c(L, reg_coord(lay, r, 1))), i32c(L, v));
+        TExpr *q0 = tx_bin(k, OP_ADD, tc0, i32c(L, reg_coord(lay, r, 0)));
+        TExpr *q1 = tx_bin(k, OP_ADD, tc1, i32c(L, reg_coord(lay, r, 1)));
+        if (split) {
+            /* q1 = (hi * H + sub) * lanes_i + lo  ->  micro-tile (q0 * H + sub, hi * lanes_i + lo) */
+            TExpr *lo = tx_bin(k, OP_MOD, q1, i32c(L, lanes_i));
+            TExpr *sub = tx_bin(k, OP_MOD, tx_bin(k, OP_DIV, q1, i32c(L, lanes_i)), i32c(L, h));
+            TExpr *hi = tx_bin(k, OP_DIV, q1, i32c(L, lanes_i * h));
+            q0 = tx_bin(k, OP_ADD, tx_bin(k, OP_MUL, q0, i32c(L, h)), sub);
+            q1 = tx_bin(k, OP_ADD, tx_bin(k, OP_MUL, hi, i32c(L, lanes_i)), lo);
+        }
+        TExpr *c0 = tx_bin(k, OP_MUL, q0, i32c(L, v));
+        TExpr *c1 = tx_bin(k, OP_MUL, q1, i32c(L, v));
         /* reads: for each b, the run (c0 .. c0+v, c1 + b) is contiguous in the shared tile */
         for (int b = 0; b < v; b++) {
             TExpr *coord[2] = {c0, tx_bin(k, OP_ADD, c1, i32c(L, b))};
@@ -868,11 +890,8 @@ static TStmt *lower_stmt(LT *L, TStmt *s)
         lower_list(L, r->body, r->nbody);
         return s->ptile->scope == SC_SHARED ? fenced(L, r) : r;
     }
-    case TS_CUMSUM:
-    case TS_GEMM:
-        diag_error(L->k->diag, s->loc, "'%s' is not supported by the code generator yet", s->kind == TS_CUMSUM ? "cumsum" : "gemm");
-        L->ok = false;
-        return ts_seq(L->k);
+    case TS_CUMSUM: return lower_cumsum(L->k, s, &L->ok);
+    case TS_GEMM: return lower_gemm(L->k, s, &L->ok);
     default:
         lower_list(L, s->body, s->nbody);
         lower_list(L, s->els, s->nels);

@@ -12,7 +12,7 @@ static const char *usage =
     "commands:\n"
     "  check FILE            check every kernel (and every declared specialisation)\n"
     "  list FILE             list kernels: signatures, generic parameters, documentation\n"
-    "  emit --stage=S FILE   print a stage: ast, tir, llvm, ptx, cubin\n"
+    "  emit --stage=S FILE   print a stage: ast, tir, llvm, ptx, cubin (obj with --target=host)\n"
     "  build FILE -o OUT     compile every declared specialisation into a fatbin\n"
     "\n"
     "options:\n"
@@ -21,6 +21,7 @@ static const char *usage =
     "  -k KERNEL             emit: the kernel to compile\n"
     "  -g NAME=VALUE         emit: a generic value (repeatable)\n"
     "  --arch=A[,B]          sm_90a (default), sm_100a\n"
+    "  --target=host         emit: x86-64 code for the CPU emulator instead of PTX\n"
     "  --dump-after=PASS     emit --stage=tir: print the IR after PASS (or 'all')\n"
     "  -O0 | -O3             LLVM optimisation level (default -O3)\n"
     "  -j N                  build: parallel jobs\n"
@@ -66,6 +67,8 @@ int tilec_cli_main(int argc, char **argv)
             o.stage = val;
         } else if (TAKE("--arch")) {
             o.arch = val;
+        } else if (TAKE("--target")) {
+            o.target = val;
         } else if (TAKE("--dump-after")) {
             o.dump_after = val;
         } else if (TAKE("-I")) {
@@ -91,6 +94,12 @@ int tilec_cli_main(int argc, char **argv)
             if (o.jobs < 1 || o.jobs > 256)
                 return fail_usage("-j takes a number from 1 to 256", val);
         } else if (a[0] == '-' && a[1]) {
+            /* a known option that takes a value, given last without one */
+            static const char *const with_value[] = {"-I", "-D", "-k", "-g", "-o", "-j", "--stage", "--arch",
+                                                     "--dump-after", NULL};
+            for (int k = 0; with_value[k]; k++)
+                if (!strcmp(a, with_value[k]))
+                    return fail_usage("this option needs a value", a);
             return fail_usage("unknown option", a);
         } else if (!cmd) {
             cmd = a;

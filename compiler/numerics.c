@@ -639,6 +639,44 @@ uint32_t tl_num_expf(uint32_t xb)
     return f32_is_nan(res) ? F32_NAN : res;
 }
 
+/* a + b rounded toward zero: the round-to-nearest sum, stepped back by one ulp when its exact
+ * error (TwoSum) shows that it was rounded away from zero */
+static float add_rz(float a, float b)
+{
+    float s = a + b;
+    if (!isfinite(s))
+        return s;
+    float bb = s - a;
+    float err = (a - (s - bb)) + (b - bb);
+    if (err != 0.0f && (err < 0.0f) != (s < 0.0f))
+        s = nextafterf(s, 0.0f);
+    return s;
+}
+
+uint32_t tl_num_log1pf(uint32_t ab)
+{
+    float a = tl_num_float(ab);
+    uint32_t e = (tl_num_bits(add_rz(a, 1.0f)) - 0x3F400000u) & 0xFF800000u;
+    float m = tl_num_float(ab - e);
+    m = m + fmaf(0.25f, tl_num_float(0x40800000u - e), -1.0f);
+    float ie = (float)(int32_t)e * tl_num_float(0x34000000u);
+    static const uint32_t coef[] = {0xBD39BF78u, 0x3DD80012u, 0xBE0778E0u, 0x3E146475u, 0xBE2A68DDu,
+                                    0x3E4CAF9Eu, 0xBE800042u, 0x3EAAAAE6u, 0xBF000000u};
+    float p = tl_num_float(coef[0]);
+    for (int i = 1; i < 9; i++)
+        p = fmaf(p, m, tl_num_float(coef[i]));
+    float q = fmaf(p * m, m, m);
+    float r = fmaf(ie, tl_num_float(0x3F317218u), q);
+    if (ab >= F32_INF) {
+        if ((int32_t)ab > (int32_t)0xBF800000u)
+            r = fmaf(a, INFINITY, INFINITY);
+        if (a == 0.0f)
+            r = -0.0f;
+    }
+    uint32_t res = tl_num_bits(r);
+    return f32_is_nan(res) ? F32_NAN : res;
+}
+
 /* ---- table installation ---- */
 
 static uint32_t rd32(const uint8_t *p)

@@ -212,6 +212,13 @@ bool tl_num_rsqrt_is_exact(void);
  * are the canonical 0x7FFFFFFF. */
 uint32_t tl_num_expf(uint32_t x);
 
+/* CUDA's log1pf (libdevice __nv_log1pf, FTZ off), the sequence the code generator emits for
+ * log1p: e = (bits(add.rz(a, 1)) - 0x3F400000) & 0xFF800000; m = f32(bits(a) - e) +
+ * fma(0.25, f32(0x40800000 - e), -1); a polynomial p(m) with q = fma(p * m, m, m); result
+ * fma(f32(i32(e)) * 2^-23, ln2, q); +inf, NaN and a < -1 give fma(a, inf, inf), -0 gives -0.
+ * Needs no table. NaN results are the canonical 0x7FFFFFFF. */
+uint32_t tl_num_log1pf(uint32_t x);
+
 /* ---- MUFU tables (written by tests/gpu/numerics/mufu_dump.cu) ----
  * A table file, little-endian:
  *   0  char[8] magic "TLMUFU01"

@@ -16,6 +16,9 @@ typedef struct ParseCtx {
     bool doc_pending;
     const char *item_doc;
     uint32_t comment_start;
+    uint32_t match_end;     /* end of the scanner's last match (token, space or comment) */
+    uint32_t tok_end;       /* end of the last token returned to the parser */
+    uint32_t prev_tok_end;  /* end of the token before it: where a missing ';' belongs */
     bool too_deep;          /* nesting limit hit: the tree must not be walked */
 } ParseCtx;
 

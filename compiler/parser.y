@@ -45,6 +45,7 @@ static Expr *mk_bin(ParseCtx *c, OpKind op, Expr *a, Expr *b, Loc loc);
 static Expr *mk_un(ParseCtx *c, OpKind op, Expr *a, Loc loc);
 static void check_depth(ParseCtx *c, int depth, Loc loc);
 static int stmts_depth(StmtList l);
+static void *list_room(ParseCtx *c, void *v, int n, size_t size);
 static void push_name(ParseCtx *c, NameList *l, const char *s, Loc loc);
 static void push_arg(ParseCtx *c, ArgList *l, const char *name, Expr *e);
 static void tl_yyerror(Loc *loc, void *scanner, ParseCtx *ctx, const char *msg);
@@ -128,8 +129,9 @@ module
 
 item
     : import_item | const_item | fn_item | kernel_item | spec_item
-    | error ';'             { $$ = NULL; }
-    | error '}'             { $$ = NULL; }
+    | error ';'             { $$ = NULL; ctx->item_doc = NULL; }
+    | error '}'             { $$ = NULL; ctx->item_doc = NULL; }
+    | error block           { $$ = NULL; ctx->item_doc = NULL; } /* a broken signature: skip its body whole */
     ;
 
 /* import = "import" string ";" ; */
@@ -173,9 +175,8 @@ spec_item
 spec_args
     : spec_arg                  { $$.v = NULL; $$.n = 0;
                                   $$.v = ARENA_ARRAY(A(ctx), SpecArg, 1); $$.v[0] = $1; $$.n = 1; }
-    | spec_args ',' spec_arg    { SpecArg *v = ARENA_ARRAY(A(ctx), SpecArg, $1.n + 1);
-                                  memcpy(v, $1.v, sizeof(SpecArg) * (size_t)$1.n); v[$1.n] = $3;
-                                  $$.v = v; $$.n = $1.n + 1; }
+    | spec_args ',' spec_arg    { $$.v = list_room(ctx, $1.v, $1.n, sizeof(SpecArg)); $$.v[$1.n] = $3;
+                                  $$.n = $1.n + 1; }
     ;
 spec_arg
     : IDENT '=' gexpr           { memset(&$$, 0, sizeof $$); $$.name.s = $1; $$.name.loc = @1;
@@ -201,9 +202,8 @@ opt_generics
 generic_list
     : generic_param             { $$.v = ARENA_ARRAY(A(ctx), GenericParam, 1); $$.v[0] = $1; $$.n = 1; }
     | generic_list ',' generic_param
-                                { GenericParam *v = ARENA_ARRAY(A(ctx), GenericParam, $1.n + 1);
-                                  memcpy(v, $1.v, sizeof(GenericParam) * (size_t)$1.n); v[$1.n] = $3;
-                                  $$.v = v; $$.n = $1.n + 1; }
+                                { $$.v = list_room(ctx, $1.v, $1.n, sizeof(GenericParam)); $$.v[$1.n] = $3;
+                                  $$.n = $1.n + 1; }
     ;
 generic_param
     : IDENT ':' generic_kind              { memset(&$$, 0, sizeof $$); $$.name.s = $1; $$.name.loc = @1; $$.kind = $3; }
@@ -226,9 +226,8 @@ opt_params
     ;
 param_list
     : param                     { $$.v = ARENA_ARRAY(A(ctx), Param, 1); $$.v[0] = $1; $$.n = 1; }
-    | param_list ',' param      { Param *v = ARENA_ARRAY(A(ctx), Param, $1.n + 1);
-                                  memcpy(v, $1.v, sizeof(Param) * (size_t)$1.n); v[$1.n] = $3;
-                                  $$.v = v; $$.n = $1.n + 1; }
+    | param_list ',' param      { $$.v = list_room(ctx, $1.v, $1.n, sizeof(Param)); $$.v[$1.n] = $3;
+                                  $$.n = $1.n + 1; }
     ;
 param
     : IDENT ':' type_expr       { memset(&$$, 0, sizeof $$); $$.name.s = $1; $$.name.loc = @1; $$.ty = $3; }
@@ -252,9 +251,8 @@ elem_type
     ;
 type_list
     : type_expr                 { $$.v = ARENA_ARRAY(A(ctx), TypeExpr *, 1); $$.v[0] = $1; $$.n = 1; }
-    | type_list ',' type_expr   { TypeExpr **v = ARENA_ARRAY(A(ctx), TypeExpr *, $1.n + 1);
-                                  memcpy(v, $1.v, sizeof(TypeExpr *) * (size_t)$1.n); v[$1.n] = $3;
-                                  $$.v = v; $$.n = $1.n + 1; }
+    | type_list ',' type_expr   { $$.v = list_room(ctx, $1.v, $1.n, sizeof(TypeExpr *)); $$.v[$1.n] = $3;
+                                  $$.n = $1.n + 1; }
     ;
 opt_strides
     : %empty                    { memset(&$$, 0, sizeof $$); }
@@ -286,6 +284,9 @@ launch_attrs
 /* block = "{" { stmt } "}" ; */
 block
     : '{' stmts '}'             { $$ = $2; }
+    /* a statement broken just before the '}' (a missing ';', say) ends here with its block,
+       instead of taking the '}' as its own end and leaving the block open */
+    | '{' stmts error '}'       { $$ = $2; }
     ;
 stmts
     : %empty                    { memset(&$$, 0, sizeof $$); }
@@ -346,7 +347,7 @@ stmt
     | REQUIRE expr opt_msg ';'  { $$ = ast_stmt(A(ctx), ST_REQUIRE, @$); $$->e = $2; $$->msg = $3; }
     | block_stmt                { $$ = $1; }
     | error ';'                 { $$ = NULL; }
-    | error '}'                 { $$ = NULL; }
+    | error block               { $$ = NULL; } /* a broken if/for/while/parallel header */
     ;
 block_stmt
     : block                     { $$ = ast_stmt(A(ctx), ST_BLOCK, @$); $$->body = $1;
@@ -584,11 +585,21 @@ static int stmts_depth(StmtList l)
     return d;
 }
 
+/* Room for element n of an arena array of n elements. The capacity doubles when n reaches a
+ * power of two, so that a list of n elements costs O(n) to build, not O(n^2). */
+static void *list_room(ParseCtx *c, void *v, int n, size_t size)
+{
+    if (n & (n - 1))
+        return v;
+    void *nv = arena_alloc(A(c), size * (size_t)(n ? 2 * n : 1));
+    if (n)
+        memcpy(nv, v, size * (size_t)n);
+    return nv;
+}
+
 static void push_name(ParseCtx *c, NameList *l, const char *s, Loc loc)
 {
-    Name *v = ARENA_ARRAY(A(c), Name, l->n + 1);
-    if (l->n)
-        memcpy(v, l->v, sizeof(Name) * (size_t)l->n);
+    Name *v = list_room(c, l->v, l->n, sizeof(Name));
     v[l->n].s = s;
     v[l->n].loc = loc;
     l->v = v;
@@ -599,9 +610,7 @@ static void push_arg(ParseCtx *c, ArgList *l, const char *name, Expr *e)
 {
     if (!name && l->nnamed > 0)
         diag_error(c->diag, e->loc, "positional argument after a named argument");
-    const char **names = ARENA_ARRAY(A(c), const char *, l->args.n + 1);
-    if (l->args.n)
-        memcpy(names, l->names, sizeof(const char *) * (size_t)l->args.n);
+    const char **names = list_room(c, l->names, l->args.n, sizeof(const char *));
     names[l->args.n] = name;
     l->names = names;
     if (name)
@@ -609,13 +618,15 @@ static void push_arg(ParseCtx *c, ArgList *l, const char *name, Expr *e)
     exprlist_push(A(c), &l->args, e);
 }
 
-/* only reached for bison's own failures (stack exhausted by very deep nesting) */
+/* only reached for bison's own failures: its stack is exhausted by very deep nesting (of
+ * '(' or '{', say) before any rule has been reduced and checked the depth */
 static void tl_yyerror(Loc *loc, void *scanner, ParseCtx *ctx, const char *msg)
 {
     (void)scanner;
+    (void)msg;
     if (!ctx->too_deep) {
         ctx->too_deep = true;
-        diag_error(ctx->diag, *loc, "nesting too deep to parse (%s)", msg);
+        diag_error(ctx->diag, *loc, "nesting is deeper than %d levels", TL_MAX_NESTING);
     }
 }
 
@@ -625,6 +636,16 @@ static int yyreport_syntax_error(const yypcontext_t *pctx, void *scanner, ParseC
     (void)scanner;
     enum { MAXEXP = 5 };
     yysymbol_kind_t expected[MAXEXP];
+    /* keywords and operators are quoted like single characters ('grid', '..'); descriptive
+     * names (identifier, end of file) are not */
+#define PUT_SYMBOL(b, k)                                                                     \
+    do {                                                                                     \
+        const char *nm_ = yysymbol_name(k);                                                  \
+        if (nm_[0] == '\'' || strchr(nm_, ' ') || (k) == YYSYMBOL_IDENT)                    \
+            sb_puts((b), nm_);                                                               \
+        else                                                                                 \
+            sb_printf((b), "'%s'", nm_);                                                     \
+    } while (0)
     int n = yypcontext_expected_tokens(pctx, expected, MAXEXP);
     yysymbol_kind_t found = yypcontext_token(pctx);
     Loc loc = *yypcontext_location(pctx);
@@ -634,7 +655,7 @@ static int yyreport_syntax_error(const yypcontext_t *pctx, void *scanner, ParseC
         for (int i = 0; i < n; i++) {
             if (i > 0)
                 sb_puts(&msg, i == n - 1 ? " or " : ", ");
-            sb_puts(&msg, yysymbol_name(expected[i]));
+            PUT_SYMBOL(&msg, expected[i]);
         }
         sb_puts(&msg, ", found ");
     } else {
@@ -646,9 +667,15 @@ static int yyreport_syntax_error(const yypcontext_t *pctx, void *scanner, ParseC
                found != YYSYMBOL_STRING) {
         sb_printf(&msg, "'%.*s'", (int)(loc.end - loc.begin), ctx->text + loc.begin);
     } else {
-        sb_puts(&msg, yysymbol_name(found));
+        PUT_SYMBOL(&msg, found);
     }
-    /* a missing ';' is reported after the previous token, where it belongs */
+#undef PUT_SYMBOL
+    /* a missing ';' is reported after the previous token, where it belongs (end of file is
+     * not a token from the scanner: the previous token is the last one) */
+    uint32_t prev_end = found == YYSYMBOL_YYEOF ? ctx->tok_end : ctx->prev_tok_end;
+    for (int i = 0; i < n; i++)
+        if (strcmp(yysymbol_name(expected[i]), "';'") == 0 && prev_end < loc.begin)
+            loc.begin = loc.end = prev_end;
     diag_error(ctx->diag, loc, "%s", msg.data);
     sb_free(&msg);
     return 0;
@@ -671,7 +698,7 @@ bool parse_file(ParseCtx *ctx)
     YY_BUFFER_STATE b = tl_yy_scan_buffer(buf, n + 2, scanner);
     int errs = ctx->diag->nerrors;
     int rc = b ? tl_yyparse(scanner, ctx) : 2;
-    if (rc == 2)
+    if (rc == 2 && !ctx->too_deep) /* tl_yyerror has said why, unless the buffer failed */
         diag_error(ctx->diag, loc_none(), "%s: nesting too deep to parse", f->path);
     if (b)
         tl_yy_delete_buffer(b, scanner);

@@ -14,26 +14,90 @@
 #define ERR(loc, ...) diag_error(s->d, (loc), __VA_ARGS__)
 
 /* ---- scopes ---- */
+struct ScopeSlot {
+    const char *name;   /* NULL: empty slot */
+    int pos;            /* position in SymScope.items of the innermost symbol, or -1 */
+};
+
+static uint64_t name_hash(const char *name) { return tl_hash_bytes(name, strlen(name), 0); }
+
+/* The slot of a name: its own, or the empty one where it would go. */
+static ScopeSlot *scope_slot(const SymScope *sc, const char *name)
+{
+    size_t mask = (size_t)sc->capslots - 1;
+    for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask)
+        if (!sc->slots[i].name || strcmp(sc->slots[i].name, name) == 0)
+            return &sc->slots[i];
+}
+
 void scope_push(SemaCtx *s) { ptrvec_push(&s->marks, (void *)(intptr_t)s->scope.len); }
 
 void scope_pop(SemaCtx *s)
 {
     if (s->marks.len == 0)
         return;
-    s->scope.len = (int)(intptr_t)s->marks.items[--s->marks.len];
+    SymScope *sc = &s->scope;
+    int mark = (int)(intptr_t)s->marks.items[--s->marks.len];
+    while (sc->len > mark) {
+        sc->len--;
+        scope_slot(sc, sc->items[sc->len]->name)->pos = sc->prev[sc->len];
+    }
 }
 
 Sym *scope_lookup(SemaCtx *s, const char *name)
 {
-    for (int i = s->scope.len - 1; i >= 0; i--) {
-        Sym *sym = s->scope.items[i];
-        if (strcmp(sym->name, name) == 0)
-            return sym;
-    }
-    return NULL;
+    if (!s->scope.capslots)
+        return NULL;
+    ScopeSlot *slot = scope_slot(&s->scope, name);
+    return slot->name && slot->pos >= 0 ? s->scope.items[slot->pos] : NULL;
 }
 
-void scope_add(SemaCtx *s, Sym *sym) { ptrvec_push(&s->scope, sym); }
+Sym *scope_lookup_innermost(SemaCtx *s, const char *name)
+{
+    int start = s->marks.len ? (int)(intptr_t)s->marks.items[s->marks.len - 1] : 0;
+    if (!s->scope.capslots)
+        return NULL;
+    ScopeSlot *slot = scope_slot(&s->scope, name);
+    return slot->name && slot->pos >= start ? s->scope.items[slot->pos] : NULL;
+}
+
+void scope_add(SemaCtx *s, Sym *sym)
+{
+    SymScope *sc = &s->scope;
+    if (sc->len == sc->cap) {
+        sc->cap = sc->cap ? sc->cap * 2 : 32;
+        sc->items = tl_xrealloc(sc->items, sizeof(Sym *) * (size_t)sc->cap);
+        sc->prev = tl_xrealloc(sc->prev, sizeof(int) * (size_t)sc->cap);
+    }
+    if ((sc->nslots + 1) * 2 > sc->capslots) {
+        /* rehash into twice the room; slots keep their names even when unbound */
+        ScopeSlot *old = sc->slots;
+        int oldcap = sc->capslots;
+        sc->capslots = oldcap ? oldcap * 2 : 64;
+        sc->slots = tl_xcalloc((size_t)sc->capslots, sizeof(ScopeSlot));
+        for (int i = 0; i < oldcap; i++)
+            if (old[i].name)
+                *scope_slot(sc, old[i].name) = old[i];
+        free(old);
+    }
+    ScopeSlot *slot = scope_slot(sc, sym->name);
+    if (!slot->name) {
+        slot->name = sym->name;
+        slot->pos = -1;
+        sc->nslots++;
+    }
+    sc->items[sc->len] = sym;
+    sc->prev[sc->len] = slot->pos;
+    slot->pos = sc->len++;
+}
+
+void scope_free(SymScope *sc)
+{
+    free(sc->items);
+    free(sc->prev);
+    free(sc->slots);
+    memset(sc, 0, sizeof *sc);
+}
 
 Sym *sym_new(SemaCtx *s, SymKind k, const char *name, Loc loc, Type *t)
 {
@@ -57,7 +121,7 @@ static void sema_init(SemaCtx *s, Compilation *c)
 
 static void sema_done(SemaCtx *s)
 {
-    ptrvec_free(&s->scope);
+    scope_free(&s->scope);
     ptrvec_free(&s->marks);
 }
 
@@ -72,6 +136,7 @@ void comp_init(Compilation *c)
 void comp_free(Compilation *c)
 {
     free(c->globals);
+    free(c->global_index);
     diag_free(&c->diag);
     arena_free(&c->arena);
 }
@@ -236,12 +301,18 @@ bool comp_load_string(Compilation *c, const char *name, const char *text)
     return c->diag.nerrors == errs;
 }
 
+/* The index slot of a name: its symbol's, or the empty one where it would go. */
+static Sym **global_slot(Compilation *c, const char *name)
+{
+    size_t mask = (size_t)c->global_index_cap - 1;
+    for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask)
+        if (!c->global_index[i] || strcmp(c->global_index[i]->name, name) == 0)
+            return &c->global_index[i];
+}
+
 Sym *comp_lookup_global(Compilation *c, const char *name)
 {
-    for (int i = 0; i < c->nglobals; i++)
-        if (strcmp(c->globals[i]->name, name) == 0)
-            return c->globals[i];
-    return NULL;
+    return c->global_index_cap ? *global_slot(c, name) : NULL;
 }
 
 static void add_global(SemaCtx *s, Sym *sym)
@@ -260,9 +331,18 @@ static void add_global(SemaCtx *s, Sym *sym)
     if (c->nglobals == c->capglobals) {
         c->capglobals = c->capglobals ? c->capglobals * 2 : 64;
         c->globals = tl_xrealloc(c->globals, sizeof(Sym *) * (size_t)c->capglobals);
+        /* the index keeps at least half of its slots free */
+        free(c->global_index);
+        c->global_index_cap = c->capglobals * 2;
+        c->global_index = tl_xcalloc((size_t)c->global_index_cap, sizeof(Sym *));
+        for (int i = 0; i < c->nglobals; i++)
+            *global_slot(c, c->globals[i]->name) = c->globals[i];
     }
     c->globals[c->nglobals++] = sym;
+    *global_slot(c, sym->name) = sym;
 }
+
+static void check_const_value(SemaCtx *s, Sym *sym, Item *it);
 
 /* -D NAME=VALUE: an integer, float, bool or type name */
 static bool parse_define_value(const char *v, ConstVal *out, Type **type)
@@ -297,17 +377,27 @@ static bool parse_define_value(const char *v, ConstVal *out, Type **type)
     return false;
 }
 
-static void check_const(SemaCtx *s, Sym *sym, int depth)
+/* Constants are evaluated in the order they are used: a constant's initializer evaluates the
+ * constants it names (check_name calls back here), whatever their order in the file. */
+void sema_check_const(SemaCtx *s, Sym *sym)
 {
     Item *it = sym->item;
-    if (sym->cv.kind != CV_NONE || sym->used)
+    if (!it || sym->const_state != CONST_UNCHECKED)
         return;
-    if (depth > 64) {
+    if (s->const_depth >= 64) {
         ERR(it->loc, "constants refer to each other too deeply");
+        sym->const_state = CONST_DONE;
         return;
     }
-    sym->used = true; /* in progress: a cycle finds it with no value */
-    /* constants referenced by this one are checked first */
+    sym->const_state = CONST_BUSY; /* a use of it meanwhile is a cycle */
+    s->const_depth++;
+    check_const_value(s, sym, it);
+    s->const_depth--;
+    sym->const_state = CONST_DONE;
+}
+
+static void check_const_value(SemaCtx *s, Sym *sym, Item *it)
+{
     Type *ann = it->ty ? resolve_type(s, it->ty, false) : NULL;
     Type *t = check_expr(s, it->value, ann && ann->kind == TY_SCALAR ? ann : NULL);
     if (t->kind == TY_ERROR) {
@@ -328,7 +418,7 @@ static void check_const(SemaCtx *s, Sym *sym, int depth)
 bool comp_resolve(Compilation *c)
 {
     if (c->resolved)
-        return !diag_has_errors(&c->diag);
+        return c->resolve_ok;
     c->resolved = true;
     SemaCtx sc, *s = &sc;
     sema_init(s, c);
@@ -371,18 +461,25 @@ bool comp_resolve(Compilation *c)
         }
         sym->type = t;
         sym->cv = v;
-        sym->used = true;
+        sym->const_state = CONST_DONE; /* the value given overrides the source */
     }
     for (int i = 0; i < c->nglobals; i++) {
         Sym *sym = c->globals[i];
-        if (sym->kind == SYM_CONST && sym->item)
-            check_const(s, sym, 0);
+        if (sym->kind == SYM_CONST)
+            sema_check_const(s, sym);
     }
     sema_done(s);
-    return !diag_has_errors(&c->diag);
+    c->resolve_ok = !diag_has_errors(&c->diag);
+    return c->resolve_ok;
 }
 
 /* ---- kernel signatures ---- */
+/* a generic kind with its article, for messages: "an int", "a type" */
+static const char *a_kind(GenericKind k)
+{
+    return k == GK_INT ? "an int" : k == GK_BOOL ? "a bool" : k == GK_FLOAT ? "a float" : "a type";
+}
+
 static Type *generic_type(GenericKind k)
 {
     switch (k) {
@@ -428,15 +525,25 @@ static void bind_generics(SemaCtx *s, Item *it, const GenericArgs *args)
         }
         if (gp->deflt) {
             /* defaults are checked against the kind even when a value is given */
-            PtrVec saved = s->scope;
+            SymScope saved = s->scope;
             Type *t = check_expr(s, gp->deflt, NULL);
             s->scope = saved;
             if (t->kind != TY_ERROR && gp->deflt->cv.kind != CV_UNKNOWN && !value_matches_kind(gp->kind, gp->deflt->cv))
-                ERR(gp->deflt->loc, "default of '%s' is not a %s", gp->name.s, generic_kind_name(gp->kind));
+                ERR(gp->deflt->loc, "default of '%s' is not %s", gp->name.s, a_kind(gp->kind));
         }
         gp->sym = gs;
         scope_add(s, gs);
     }
+}
+
+/* Marks the shape expressions of a rejected tensor type as erroneous, so that the later checks
+ * of the signature do not report their names as unknown. */
+static void drop_dims(TypeExpr *te)
+{
+    for (int i = 0; i < te->dims.n; i++)
+        te->dims.v[i]->type = ty_error();
+    for (int i = 0; i < te->strides.n; i++)
+        te->strides.v[i]->type = ty_error();
 }
 
 /* Binds the shape and stride names of one tensor parameter. */
@@ -450,11 +557,13 @@ static void bind_tensor_dims(SemaCtx *s, Param *p, int pindex, Sym *ts)
     }
     if (rank > TL_MAX_RANK) {
         ERR(te->loc, "a tensor has at most %d dimensions", TL_MAX_RANK);
+        drop_dims(te);
         return;
     }
     if (te->strides.n && te->strides.n != rank) {
         ERR(te->loc, "'%s' has %d dimension%s but %d stride%s", p->name.s, rank, rank == 1 ? "" : "s", te->strides.n,
             te->strides.n == 1 ? "" : "s");
+        drop_dims(te);
         return;
     }
     int64_t dims[TL_MAX_RANK];
@@ -563,7 +672,7 @@ static void check_launch(SemaCtx *s, Item *it)
     }
     s->in_launch = false;
     int64_t nt = 0;
-    if (require_const_int(s, l->threads, "the number of threads", &nt) && nt != DIM_UNKNOWN &&
+    if (require_const_int(s, l->threads, "the number of threads", &nt) == CI_KNOWN &&
         (nt < 32 || nt > 1024 || nt % 32 != 0))
         ERR(l->threads->loc, "threads(%lld): a block has 32 to 1024 threads, a multiple of 32", (long long)nt);
     if (l->cluster.n > 3)
@@ -571,11 +680,11 @@ static void check_launch(SemaCtx *s, Item *it)
     int64_t csize = 1;
     for (int i = 0; i < l->cluster.n && i < 3; i++) {
         int64_t v;
-        if (require_const_int(s, l->cluster.v[i], "a cluster dimension", &v) && v != DIM_UNKNOWN) {
+        if (require_const_int(s, l->cluster.v[i], "a cluster dimension", &v) == CI_KNOWN) {
             if (v < 1)
                 ERR(l->cluster.v[i]->loc, "a cluster dimension must be positive");
-            else
-                csize *= v;
+            else if (__builtin_mul_overflow(csize, v, &csize))
+                csize = INT64_MAX;
         }
     }
     if (csize > 16)
@@ -611,6 +720,20 @@ static void check_signature_dims(SemaCtx *s, Item *it)
     s->in_signature = false;
 }
 
+bool sema_count_checked(SemaCtx *s, StmtList body, int weight, Loc loc)
+{
+    Compilation *c = s->comp;
+    if (c->checked_nodes > TL_MAX_CHECKED_NODES)
+        return false; /* reported when it was passed */
+    c->checked_nodes += weight * stmts_nodes(body);
+    if (c->checked_nodes > TL_MAX_CHECKED_NODES) {
+        ERR(loc, "this compilation checks more than %d syntax nodes (a kernel once per specialisation, a fn once "
+                 "per call); stopping here", TL_MAX_CHECKED_NODES);
+        return false;
+    }
+    return true;
+}
+
 bool sema_kernel(Compilation *c, Item *kernel, const GenericArgs *args)
 {
     int errs = c->diag.nerrors;
@@ -618,6 +741,8 @@ bool sema_kernel(Compilation *c, Item *kernel, const GenericArgs *args)
         return false;
     SemaCtx sc, *s = &sc;
     sema_init(s, c);
+    if (!sema_count_checked(s, kernel->body, CHECK_IN_PLACE, kernel->name.loc))
+        return false;
     s->kernel = kernel;
     s->generic = args == NULL;
     scope_push(s);
@@ -643,6 +768,14 @@ bool sema_fn_generic(Compilation *c, Item *fn)
     int errs = c->diag.nerrors;
     SemaCtx sc, *s = &sc;
     sema_init(s, c);
+    s->fn_generic_check = true;
+    if (!sema_count_checked(s, fn->body, CHECK_COPY, fn->name.loc))
+        return false;
+    if (fn->nparams > TL_MAX_PARAMS) {
+        /* as for kernels; the duplicate check below is quadratic */
+        ERR(fn->name.loc, "'%s' has %d parameters; the limit is %d", fn->name.s, fn->nparams, TL_MAX_PARAMS);
+        return false;
+    }
     s->generic = true;
     scope_push(s);
     bind_generics(s, fn, NULL);
@@ -686,7 +819,7 @@ static bool eval_spec_value(SemaCtx *s, GenericKind k, Expr *e, ConstVal *out)
 {
     if (e->kind == EX_TYPE) {
         if (k != GK_TYPE) {
-            ERR(e->loc, "expected a %s value, found the type '%s'", generic_kind_name(k), dtype_name(e->prim));
+            ERR(e->loc, "expected %s value, found the type '%s'", a_kind(k), dtype_name(e->prim));
             return false;
         }
         out->kind = CV_TYPE;
@@ -701,7 +834,7 @@ static bool eval_spec_value(SemaCtx *s, GenericKind k, Expr *e, ConstVal *out)
         return false;
     }
     if (!value_matches_kind(k, e->cv)) {
-        ERR(e->loc, "expected a %s value", generic_kind_name(k));
+        ERR(e->loc, "expected %s value", a_kind(k));
         return false;
     }
     *out = e->cv;
@@ -902,8 +1035,8 @@ bool sema_generic_args_from_strings(Compilation *c, Item *k, const char **assign
         ConstVal v;
         Type *t;
         if (!parse_define_value(val, &v, &t) || !value_matches_kind(k->generics[gi].kind, v)) {
-            diag_error(&c->diag, loc_none(), "generic '%s' of '%s' is a %s; '%s' is not", name, k->name.s,
-                       generic_kind_name(k->generics[gi].kind), val);
+            diag_error(&c->diag, loc_none(), "generic '%s' of '%s' is %s; '%s' is not", name, k->name.s,
+                       a_kind(k->generics[gi].kind), val);
             return false;
         }
         if (k->generics[gi].kind == GK_FLOAT && v.kind == CV_INT)

@@ -43,9 +43,12 @@ struct Sym {
     bool varying;        /* LET / VAR: value may differ between threads */
     int parallel_level;  /* nesting level of `parallel` where declared */
     bool used;
+    int const_state;     /* CONST: CONST_UNCHECKED, CONST_BUSY (being evaluated), CONST_DONE */
     void *tir;           /* filled in by TIR lowering */
     int id;
 };
+
+enum { CONST_UNCHECKED, CONST_BUSY, CONST_DONE };
 
 typedef struct Define { const char *name; const char *value; } Define;
 
@@ -62,7 +65,17 @@ typedef struct Compilation {
     /* global namespace: consts, fns and kernels of every module */
     Sym **globals;
     int nglobals, capglobals;
+    Sym **global_index;  /* open-addressing hash of globals by name (capacity a power of two) */
+    int global_index_cap;
     bool resolved;       /* module-level resolution done */
+    bool resolve_ok;     /* ... without errors (later errors in one kernel do not undo it) */
+    /* Syntax nodes checked so far: a kernel body once per check (each specialisation is one),
+     * a fn body once per call (it is inlined: copied, so it counts 4 times) and once on its own.
+     * Checks allocate from the arena and take time in proportion, and a small input can ask for
+     * many (4096 instances of a big kernel, many kernels calling one big fn), so past
+     * TL_MAX_CHECKED_NODES a check is an error. A long-lived compilation (the JIT) may set it
+     * back to 0 between requests. */
+    int64_t checked_nodes;
     int next_sym_id;
 } Compilation;
 

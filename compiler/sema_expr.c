@@ -58,7 +58,7 @@ static Type *unify(SemaCtx *s, Expr *a, Expr *b, Loc loc, const char *opname)
     if (ta->kind == TY_TYPE || tb->kind == TY_TYPE) {
         if (ta->kind == TY_TYPE && tb->kind == TY_TYPE)
             return ta;
-        ERR(loc, "cannot compare a type with a value");
+        ERR(loc, "operands of '%s' are a type and a value", opname);
         return ty_error();
     }
     bool ua = ta->kind == TY_UNTYPED_INT || ta->kind == TY_UNTYPED_FLOAT;
@@ -164,32 +164,40 @@ bool coerce(SemaCtx *s, Expr *e, Type *to, const char *what)
         ok = dtype_bits(fd) <= dtype_bits(dt); /* exact widening */
     }
     if (!ok) {
-        ERR(e->loc, "%s: expected %s, found %s; convert explicitly with %s(x)", what, dtype_name(dt), dtype_name(fd), dtype_name(dt));
+        /* suggest a conversion only where conversion_ok() would accept it */
+        bool convertible = dt != DT_BOOL && !(fd == DT_BOOL && !dtype_is_int(dt)) &&
+                           !(dtype_kind(dt) == DK_SCALE && fd != DT_F32 && fd != DT_BF16) &&
+                           !(dtype_kind(fd) == DK_SCALE && dt != DT_F32 && dt != DT_BF16);
+        if (convertible)
+            ERR(e->loc, "%s: expected %s, found %s; convert explicitly with %s(x)", what, dtype_name(dt), dtype_name(fd),
+                dtype_name(dt));
+        else
+            ERR(e->loc, "%s: expected %s, found %s", what, dtype_name(dt), dtype_name(fd));
         return false;
     }
     e->type = to;
     return true;
 }
 
-bool require_const_int(SemaCtx *s, Expr *e, const char *what, int64_t *out)
+ConstIntResult require_const_int(SemaCtx *s, Expr *e, const char *what, int64_t *out)
 {
     Type *t = check_expr(s, e, NULL);
     if (is_err(t))
-        return false;
+        return CI_ERROR;
     if (!is_int_type(t)) {
         ERR(e->loc, "%s must be an integer, found %s", what, tstr(s, t));
-        return false;
+        return CI_ERROR;
     }
     if (e->cv.kind == CV_UNKNOWN) {
         *out = DIM_UNKNOWN;
-        return true;
+        return CI_UNKNOWN;
     }
     if (e->cv.kind != CV_INT) {
         ERR(e->loc, "%s must be a compile-time constant", what);
-        return false;
+        return CI_ERROR;
     }
     *out = e->cv.i;
-    return true;
+    return CI_KNOWN;
 }
 
 /* ---- types written in the source ---- */
@@ -222,7 +230,9 @@ Type *resolve_type(SemaCtx *s, TypeExpr *te, bool allow_tensor)
         }
         for (int i = 0; i < te->nelems; i++) {
             el[i] = resolve_type(s, te->elems[i], false);
-            if (el[i]->kind != TY_SCALAR && el[i]->kind != TY_GENERIC && !is_err(el[i])) {
+            if (is_err(el[i]))
+                return el[i]; /* reported; a tuple with an <error> inside would show in messages */
+            if (el[i]->kind != TY_SCALAR && el[i]->kind != TY_GENERIC) {
                 ERR(te->elems[i]->loc, "a tuple holds scalars only");
                 return ty_error();
             }
@@ -253,8 +263,14 @@ static Type *check_name(SemaCtx *s, Expr *e)
         case SYM_KERNEL:
             ERR(e->loc, "'%s' is a %s; call it with arguments", e->str, sym->kind == SYM_FN ? "fn" : "kernel");
             return ty_error();
-        case SYM_GENERIC:
         case SYM_CONST:
+            if (sym->const_state == CONST_BUSY) {
+                ERR(e->loc, "constant '%s' depends on its own value", e->str);
+                return ty_error();
+            }
+            sema_check_const(s, sym);
+            /* fallthrough */
+        case SYM_GENERIC:
             e->cv = sym->cv;
             if (sym->type->kind == TY_TYPE) {
                 e->type = ty_typeval();
@@ -274,6 +290,16 @@ static Type *check_name(SemaCtx *s, Expr *e)
             return sym->type;
         case SYM_DIM:
         case SYM_SCALAR:
+            if (sym->kind == SYM_DIM && s->kernel && !s->generic && !s->in_signature && !s->in_require) {
+                Param *bp = &s->kernel->params[sym->dim_param];
+                if (bp->sym && bp->sym->optional && !bp->sym->present) {
+                    ERR(e->loc, "'%s' is a shape of optional tensor '%s', which this specialisation does not take", e->str,
+                        bp->name.s);
+                    diag_note(s->d, sym->loc, "'%s' is bound here; use it only under 'if const present(%s)'", e->str,
+                              bp->name.s);
+                    return ty_error();
+                }
+            }
             if (sym->kind == SYM_SCALAR && sym->type->kind == TY_SCALAR)
                 e->cv.kind = CV_NONE;
             return sym->type;
@@ -398,11 +424,17 @@ static bool expr_equal(const Expr *a, const Expr *b)
     }
 }
 
+/* two's-complement wrapping arithmetic: constants may be as large as the user writes them, and
+ * signed overflow in the compiler itself would be undefined */
+static int64_t wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static int64_t wsub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static int64_t wmul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+
 static void aff_add(Affine *f, const Expr *atom, int64_t c)
 {
     for (int i = 0; i < f->n; i++)
         if (expr_equal(f->atom[i], atom)) {
-            f->coef[i] += c;
+            f->coef[i] = wadd(f->coef[i], c);
             return;
         }
     if (f->n == 8) {
@@ -418,26 +450,26 @@ static void affine(const Expr *e, int64_t scale, Affine *f)
     if (!f->ok)
         return;
     if (e->cv.kind == CV_INT) {
-        f->k += scale * e->cv.i;
+        f->k = wadd(f->k, wmul(scale, e->cv.i));
         return;
     }
     if (e->kind == EX_BINARY && (e->op == OP_ADD || e->op == OP_SUB)) {
         affine(e->a, scale, f);
-        affine(e->b, e->op == OP_ADD ? scale : -scale, f);
+        affine(e->b, e->op == OP_ADD ? scale : wsub(0, scale), f);
         return;
     }
     if (e->kind == EX_BINARY && e->op == OP_MUL) {
         if (e->a->cv.kind == CV_INT) {
-            affine(e->b, scale * e->a->cv.i, f);
+            affine(e->b, wmul(scale, e->a->cv.i), f);
             return;
         }
         if (e->b->cv.kind == CV_INT) {
-            affine(e->a, scale * e->b->cv.i, f);
+            affine(e->a, wmul(scale, e->b->cv.i), f);
             return;
         }
     }
     if (e->kind == EX_UNARY && e->op == OP_NEG) {
-        affine(e->a, -scale, f);
+        affine(e->a, wsub(0, scale), f);
         return;
     }
     aff_add(f, e, scale);
@@ -503,7 +535,7 @@ static Type *check_index(SemaCtx *s, Expr *e)
             if (!ix->a && !ix->b)
                 ext = full;
             else if (!ix->b)
-                ext = (full >= 0 && ix->a->cv.kind == CV_INT) ? full - ix->a->cv.i : DIM_RUNTIME;
+                ext = (full >= 0 && ix->a->cv.kind == CV_INT) ? wsub(full, ix->a->cv.i) : DIM_RUNTIME;
             else if (ix->a && (ix->a->cv.kind == CV_UNKNOWN || ix->b->cv.kind == CV_UNKNOWN))
                 ext = DIM_UNKNOWN;
             else if (!ix->a && ix->b->cv.kind == CV_UNKNOWN)
@@ -717,11 +749,12 @@ static int positional_count(Expr *e)
     return n;
 }
 
-/* Checks named arguments against the allowed names. */
+/* Checks named arguments against the allowed names. Stops at the first bad one: the duplicate
+ * check is quadratic, and a call with 100k named arguments must not hang. */
 static bool check_named(SemaCtx *s, Expr *e, const char *fname, const char *const *allowed)
 {
     bool ok = true;
-    for (int i = 0; i < e->args.n; i++) {
+    for (int i = 0; ok && i < e->args.n; i++) {
         if (!e->arg_names || !e->arg_names[i])
             continue;
         bool found = false;
@@ -1064,15 +1097,16 @@ static Type *check_tile_builtin(SemaCtx *s, Expr *e, BuiltinId b, const char *fn
         }
         int di = named_index(e, "dim");
         int64_t dim = 0;
+        ConstIntResult dim_rc = CI_KNOWN;
         if (di < 0) {
             if (src->rank != 1) {
                 ERR(e->loc, "'%s' of a %d-D tile needs 'dim = d'", fname, src->rank);
                 return ty_error();
             }
-        } else if (!require_const_int(s, e->args.v[di], "'dim'", &dim)) {
+        } else if ((dim_rc = require_const_int(s, e->args.v[di], "'dim'", &dim)) == CI_ERROR) {
             return ty_error();
         }
-        if (dim != DIM_UNKNOWN && (dim < 0 || dim >= src->rank)) {
+        if (dim_rc == CI_KNOWN && (dim < 0 || dim >= src->rank)) {
             ERR(di >= 0 ? e->args.v[di]->loc : e->loc, "'dim' is %lld but the source has %d dimension%s", (long long)dim,
                 src->rank, src->rank == 1 ? "" : "s");
             return ty_error();
@@ -1086,14 +1120,15 @@ static Type *check_tile_builtin(SemaCtx *s, Expr *e, BuiltinId b, const char *fn
         }
         int gi = named_index(e, "group");
         int64_t group = 0;
+        ConstIntResult group_rc = CI_KNOWN;
         if (gi >= 0) {
             if (b == BI_CUMSUM) {
                 ERR(e->args.v[gi]->loc, "'cumsum' has no 'group' argument");
                 return ty_error();
             }
-            if (!require_const_int(s, e->args.v[gi], "'group'", &group))
+            if ((group_rc = require_const_int(s, e->args.v[gi], "'group'", &group)) == CI_ERROR)
                 return ty_error();
-            if (group != DIM_UNKNOWN && dim != DIM_UNKNOWN && src->dims[dim] > 0 &&
+            if (group_rc == CI_KNOWN && dim_rc == CI_KNOWN && src->dims[dim] > 0 &&
                 (group <= 0 || src->dims[dim] % group != 0)) {
                 ERR(e->args.v[gi]->loc, "'group' is %lld, which does not divide dimension %lld of extent %lld", (long long)group,
                     (long long)dim, (long long)src->dims[dim]);
@@ -1104,7 +1139,7 @@ static Type *check_tile_builtin(SemaCtx *s, Expr *e, BuiltinId b, const char *fn
             if (!shapes_match(s, src, dst, e->loc, fname))
                 return ty_error();
         } else {
-            if (dim == DIM_UNKNOWN || group == DIM_UNKNOWN)
+            if (dim_rc == CI_UNKNOWN || group_rc == CI_UNKNOWN)
                 return ty_void();
             int64_t want[TL_MAX_RANK];
             int r = 0;
@@ -1117,7 +1152,7 @@ static Type *check_tile_builtin(SemaCtx *s, Expr *e, BuiltinId b, const char *fn
             for (int i = 0; ok && i < r; i++)
                 if (want[i] >= 0 && dst->dims[i] >= 0 && want[i] != dst->dims[i])
                     ok = false;
-            if (r == 0 && dst->rank == 1 && dst->dims[0] == 1)
+            if (r == 0 && dst->rank == 1 && (dst->dims[0] == 1 || dst->dims[0] == DIM_UNKNOWN))
                 ok = true;
             if (r == 0 && !ok) {
                 want[0] = 1;
@@ -1361,7 +1396,7 @@ static Type *check_builtin_call(SemaCtx *s, Expr *e, BuiltinId b)
                     e->cv = (b == BI_MIN) == lt ? a[0]->cv : a[1]->cv;
                 }
             } else if (b == BI_ABS && a[0]->cv.kind == CV_INT) {
-                e->cv = cv_int(a[0]->cv.i < 0 ? -a[0]->cv.i : a[0]->cv.i);
+                e->cv = cv_int(a[0]->cv.i < 0 ? wsub(0, a[0]->cv.i) : a[0]->cv.i);
             }
             if (b == BI_ABS && dtype_kind(t->dt) == DK_UINT) {
                 ERR(e->loc, "'abs' of an unsigned value");
@@ -1427,25 +1462,24 @@ static Type *check_builtin_call(SemaCtx *s, Expr *e, BuiltinId b)
                 ERR(a[1]->loc, "'%s' by zero", fname);
                 return ty_error();
             }
-            if (y == 0) {
-                e->cv = cv_int(x < 0 ? -x : x);
-                return t;
-            }
-            int64_t q = x / y, r = x % y;
-            if (b == BI_GCD) {
-                int64_t u = x < 0 ? -x : x, v = y < 0 ? -y : y;
+            if (b == BI_GCD) { /* on magnitudes, in unsigned arithmetic so that INT64_MIN does not trap */
+                uint64_t u = x < 0 ? 0 - (uint64_t)x : (uint64_t)x, v = y < 0 ? 0 - (uint64_t)y : (uint64_t)y;
                 while (v) {
-                    int64_t t2 = u % v;
+                    uint64_t t2 = u % v;
                     u = v;
                     v = t2;
                 }
-                e->cv = cv_int(u);
-            } else if (b == BI_CDIV)
-                e->cv = cv_int(q + ((r != 0) && ((r > 0) == (y > 0))));
+                e->cv = cv_int((int64_t)u);
+                return t;
+            }
+            /* INT64_MIN / -1 traps: it wraps to INT64_MIN, as on the target */
+            int64_t q = y == -1 ? wsub(0, x) : x / y, r = y == -1 ? 0 : x % y;
+            if (b == BI_CDIV)
+                e->cv = cv_int(wadd(q, (r != 0) && ((r > 0) == (y > 0))));
             else if (b == BI_ALIGN)
-                e->cv = cv_int((q + ((r != 0) && ((r > 0) == (y > 0)))) * y);
+                e->cv = cv_int(wmul(wadd(q, (r != 0) && ((r > 0) == (y > 0))), y));
             else if (b == BI_FLOORDIV)
-                e->cv = cv_int(q - ((r != 0) && ((r < 0) != (y < 0))));
+                e->cv = cv_int(wsub(q, (r != 0) && ((r < 0) != (y < 0))));
             else if (b == BI_FLOORMOD)
                 e->cv = cv_int(r + (((r != 0) && ((r < 0) != (y < 0))) ? y : 0));
         } else if (a[0]->cv.kind == CV_UNKNOWN || a[1]->cv.kind == CV_UNKNOWN) {
@@ -1739,6 +1773,31 @@ static Type *check_call(SemaCtx *s, Expr *e)
     return check_builtin_call(s, e, b);
 }
 
+static int64_t expr_nodes(const Expr *e)
+{
+    if (!e)
+        return 0;
+    int64_t n = 1 + expr_nodes(e->a) + expr_nodes(e->b) + expr_nodes(e->c);
+    for (int i = 0; i < e->args.n; i++)
+        n += expr_nodes(e->args.v[i]);
+    for (int i = 0; i < e->targs.n; i++)
+        n += expr_nodes(e->targs.v[i]);
+    return n;
+}
+
+int64_t stmts_nodes(StmtList l)
+{
+    int64_t n = 0;
+    for (int i = 0; i < l.n; i++) {
+        const Stmt *st = l.v[i];
+        n += 1 + stmts_nodes(st->body) + stmts_nodes(st->els) + expr_nodes(st->e) + expr_nodes(st->lhs) +
+             expr_nodes(st->lo) + expr_nodes(st->hi) + expr_nodes(st->step) + expr_nodes(st->stages);
+        for (int j = 0; j < st->dims.n; j++)
+            n += expr_nodes(st->dims.v[j]);
+    }
+    return n;
+}
+
 /* Instantiates a fn for this call: binds generics (explicit or inferred from argument
  * types), checks the arguments, and checks a copy of the body. */
 static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
@@ -1752,6 +1811,21 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
         ERR(e->loc, "fn calls nest deeper than %d levels (is '%s' recursive?)", TL_MAX_INLINE_DEPTH, fn->name.s);
         return ty_error();
     }
+    /* every call inlines a copy of the body: fns that each call the next twice would double the
+     * code at every level, so the total is bounded (reported once) */
+    if (!s->inline_over) {
+        int64_t size = stmts_nodes(fn->body);
+        s->inlined_nodes += size;
+        if (s->inlined_nodes > TL_MAX_INLINE_NODES) {
+            ERR(e->loc, "inlining fn '%s' here makes the inlined fn bodies larger than %d syntax nodes", fn->name.s,
+                TL_MAX_INLINE_NODES);
+            s->inline_over = true;
+        } else if (!sema_count_checked(s, fn->body, CHECK_COPY, e->loc)) {
+            s->inline_over = true;
+        }
+    }
+    if (s->inline_over)
+        return ty_error();
     if (!check_named(s, e, fn->name.s, NULL))
         return ty_error();
     if (e->args.n != fn->nparams) {
@@ -1776,7 +1850,8 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
     ic->fn = fn;
     ic->nparams = fn->nparams;
     ic->params = ARENA_ARRAY(s->arena, Sym *, fn->nparams);
-    PtrVec saved_scope = s->scope, saved_marks = s->marks;
+    SymScope saved_scope = s->scope;
+    PtrVec saved_marks = s->marks;
     memset(&s->scope, 0, sizeof s->scope);
     memset(&s->marks, 0, sizeof s->marks);
     scope_push(s);
@@ -1792,7 +1867,8 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
         if (g < e->targs.n) {
             Expr *ta = e->targs.v[g];
             /* generic arguments are evaluated in the caller's scope */
-            PtrVec inner = s->scope, inner_m = s->marks;
+            SymScope inner = s->scope;
+            PtrVec inner_m = s->marks;
             s->scope = saved_scope;
             s->marks = saved_marks;
             if (gp->kind == GK_TYPE) {
@@ -1866,7 +1942,8 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
                 break;
             }
             if (pt->kind == TY_SCALAR) {
-                PtrVec inner = s->scope, inner_m = s->marks;
+                SymScope inner = s->scope;
+                PtrVec inner_m = s->marks;
                 s->scope = saved_scope;
                 s->marks = saved_marks;
                 if (!coerce(s, arg, pt, "argument"))
@@ -1894,7 +1971,7 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
         check_body_inline(s, ic, e);
     }
     scope_pop(s);
-    ptrvec_free(&s->scope);
+    scope_free(&s->scope);
     ptrvec_free(&s->marks);
     s->scope = saved_scope;
     s->marks = saved_marks;
@@ -1967,11 +2044,12 @@ Type *check_expr(SemaCtx *s, Expr *e, Type *expected)
     case EX_TERNARY: break;
     }
     e->type = t;
-    /* an untyped constant takes the type the context expects when it fits; if it does not, the
-     * caller's own check reports it once */
+    /* an untyped constant takes the type the context expects, when it can without a
+     * diagnostic; otherwise the caller's own coerce() reports it, once and in its words */
     if (expected && expected->kind == TY_SCALAR && (t->kind == TY_UNTYPED_INT || t->kind == TY_UNTYPED_FLOAT)) {
-        if (!(t->kind == TY_UNTYPED_FLOAT && dtype_is_int(expected->dt)) && expected->dt != DT_BOOL &&
-            dtype_kind(expected->dt) != DK_SCALE && cv_fits(e->cv, expected->dt))
+        DType dt = expected->dt;
+        if (!(t->kind == TY_UNTYPED_FLOAT && dtype_is_int(dt)) && dt != DT_BOOL && dtype_kind(dt) != DK_SCALE &&
+            !(e->cv.kind == CV_INT && dtype_is_int(dt) && !cv_fits(e->cv, dt)))
             coerce(s, e, expected, "value");
     }
     return e->type;

@@ -14,14 +14,11 @@ static void check_stmt(SemaCtx *s, Stmt *st);
 static void declare(SemaCtx *s, Sym *sym)
 {
     /* shadowing within one scope is an error; across scopes it is allowed */
-    int start = s->marks.len ? (int)(intptr_t)s->marks.items[s->marks.len - 1] : 0;
-    for (int i = s->scope.len - 1; i >= start; i--) {
-        Sym *o = s->scope.items[i];
-        if (strcmp(o->name, sym->name) == 0) {
-            ERR(sym->loc, "'%s' is already declared in this scope", sym->name);
-            diag_note(s->d, o->loc, "previous declaration is here");
-            return;
-        }
+    Sym *o = scope_lookup_innermost(s, sym->name);
+    if (o) {
+        ERR(sym->loc, "'%s' is already declared in this scope", sym->name);
+        diag_note(s->d, o->loc, "previous declaration is here");
+        return;
     }
     scope_add(s, sym);
 }
@@ -119,18 +116,20 @@ static void check_storage(SemaCtx *s, Stmt *st)
     int64_t total = 1;
     for (int i = 0; ok && i < st->dims.n; i++) {
         int64_t v;
-        if (!require_const_int(s, st->dims.v[i], "a tile extent", &v)) {
+        ConstIntResult rc = require_const_int(s, st->dims.v[i], "a tile extent", &v);
+        if (rc == CI_ERROR) {
             ok = false;
             break;
         }
-        if (v != DIM_UNKNOWN && v <= 0) {
+        if (rc == CI_KNOWN && v <= 0) {
             ERR(st->dims.v[i]->loc, "a tile extent must be positive, found %lld", (long long)v);
             ok = false;
             break;
         }
         dims[i] = v;
         if (v > 0 && total > 0) {
-            total *= v;
+            if (__builtin_mul_overflow(total, v, &total))
+                total = INT64_MAX;
             if (total > TL_MAX_TILE_ELEMS) {
                 ERR(st->loc, "tile '%s' has more than %d elements", st->names[0].s, TL_MAX_TILE_ELEMS);
                 ok = false;
@@ -156,11 +155,12 @@ static void check_storage(SemaCtx *s, Stmt *st)
                 break;
             }
             int64_t v;
-            if (!require_const_int(s, st->layout_args.v[i], "a layout argument", &v)) {
+            ConstIntResult rc = require_const_int(s, st->layout_args.v[i], "a layout argument", &v);
+            if (rc == CI_ERROR) {
                 ok = false;
                 break;
             }
-            if (v != DIM_UNKNOWN && !tl_is_pow2(v)) {
+            if (rc == CI_KNOWN && !tl_is_pow2(v)) {
                 ERR(st->layout_args.v[i]->loc, "'%s' must be a power of two, found %lld", nm, (long long)v);
                 ok = false;
             }
@@ -339,14 +339,16 @@ static void check_for(SemaCtx *s, Stmt *st)
             ERR(st->loc, "an 'unroll' loop needs compile-time bounds and step");
         } else {
             int64_t step = st->step ? st->step->cv.i : 1;
-            int64_t trips = st->hi->cv.i > st->lo->cv.i ? (st->hi->cv.i - st->lo->cv.i + step - 1) / step : 0;
+            /* hi - lo fits in 64 unsigned bits however large the bounds */
+            uint64_t span = st->hi->cv.i > st->lo->cv.i ? (uint64_t)st->hi->cv.i - (uint64_t)st->lo->cv.i : 0;
+            uint64_t trips = span / (uint64_t)step + (span % (uint64_t)step != 0);
             if (trips > TL_MAX_UNROLL)
-                ERR(st->loc, "an 'unroll' loop of %lld iterations; the limit is %d", (long long)trips, TL_MAX_UNROLL);
+                ERR(st->loc, "an 'unroll' loop of %llu iterations; the limit is %d", (unsigned long long)trips, TL_MAX_UNROLL);
         }
     }
     if (st->for_kind == FOR_PIPELINED) {
         int64_t stages;
-        if (require_const_int(s, st->stages, "the number of stages", &stages) && stages != DIM_UNKNOWN &&
+        if (require_const_int(s, st->stages, "the number of stages", &stages) == CI_KNOWN &&
             (stages < 1 || stages > 8))
             ERR(st->stages->loc, "'pipelined' takes 1 to 8 stages, found %lld", (long long)stages);
         if (s->parallel_level > 0)
@@ -439,6 +441,7 @@ static void check_parallel(SemaCtx *s, Stmt *st)
 
 static void check_return(SemaCtx *s, Stmt *st)
 {
+    /* a fn's return leaves the fn, which may be called inside a 'parallel' loop */
     if (s->parallel_level > (s->fn_ret ? s->fn_parallel_level : 0)) {
         ERR(st->loc, "'return' cannot leave a 'parallel' loop");
         return;
@@ -513,6 +516,14 @@ static bool only_signature_names(SemaCtx *s, Expr *e)
         ERR(e->loc, "a requirement is checked before launch and cannot use '%s.%s'", e->a->str, e->str);
         return false;
     }
+    /* lane, warp and the thread-level, atomic and tile builtins (a callee is a name too) */
+    if (e->kind == EX_NAME && e->builtin) {
+        BuiltinClass cls = builtin_info(e->builtin)->cls;
+        if (cls == BC_THREAD || cls == BC_ATOMIC || cls == BC_TILE || e->builtin == BI_LANE || e->builtin == BI_WARP) {
+            ERR(e->loc, "a requirement is checked before launch and cannot use '%s'", e->str);
+            return false;
+        }
+    }
     if (e->kind == EX_INDEX) {
         ERR(e->loc, "a requirement is checked on the host and cannot read tensor elements");
         return false;
@@ -530,13 +541,16 @@ static void check_require(SemaCtx *s, Stmt *st)
         check_expr(s, st->e, NULL);
         return;
     }
-    if (!cond_bool(s, st->e, "require"))
+    s->in_require = true;
+    bool ok = cond_bool(s, st->e, "require");
+    s->in_require = false;
+    if (!ok)
         return;
     if (!only_signature_names(s, st->e))
         return;
     if (st->e->cv.kind == CV_BOOL && !st->e->cv.b) {
         StrBuf b = {0};
-        ast_print_expr(&b, st->e);
+        ast_print_src(&b, st->e);
         if (st->msg)
             ERR(st->e->loc, "requirement fails for this specialisation: %s", st->msg);
         else
@@ -622,7 +636,9 @@ void check_body_inline(SemaCtx *s, InlineCall *ic, Expr *call)
     s->inline_depth++;
     int errs = s->d->nerrors;
     check_block(s, ic->body);
-    if (s->d->nerrors > errs)
+    /* a fn checked on its own has no call to point at; of a deep chain of calls (recursion)
+     * the outermost few are shown */
+    if (s->d->nerrors > errs && !(s->fn_generic_check && s->inline_depth == 1) && s->inline_depth <= 4)
         diag_note(s->d, call->loc, "in this call of '%s'", ic->fn->name.s);
     /* a fn with a result must return on every path */
     if (ic->ret->kind != TY_VOID && !is_err(ic->ret) && !always_returns(ic->body))

@@ -103,6 +103,24 @@ static void quoted(StrBuf *out, const char *s)
     sb_puts(out, "\"");
 }
 
+/* whether an expression uses a shape name bound by an optional tensor this specialisation lacks */
+static bool uses_absent(const Item *it, const Expr *e)
+{
+    if (!e)
+        return false;
+    if (e->kind == EX_NAME && e->sym && e->sym->kind == SYM_DIM) {
+        const Param *p = &it->params[e->sym->dim_param];
+        if (p->sym && p->sym->optional && !p->sym->present)
+            return true;
+    }
+    if (uses_absent(it, e->a) || uses_absent(it, e->b))
+        return true;
+    for (int i = 0; i < e->args.n; i++)
+        if (uses_absent(it, e->args.v[i]))
+            return true;
+    return false;
+}
+
 bool signature_write(StrBuf *out, TKernel *k, DiagEngine *d)
 {
     Item *it = k->item;
@@ -157,6 +175,8 @@ bool signature_write(StrBuf *out, TKernel *k, DiagEngine *d)
             break;
         if (st->e->cv.kind == CV_BOOL)
             continue; /* decided at specialisation */
+        if (uses_absent(it, st->e))
+            continue; /* about a tensor this specialisation does not take */
         sb_puts(out, "require ");
         if (!sexpr(out, st->e)) {
             diag_error(d, st->e->loc, "this requirement cannot be evaluated at launch");

@@ -132,6 +132,15 @@ enum {
     TI_SHFL_IDX_RAW,
     TI_VLOAD,              /* vector load: (buf, base index...) width in ival -> packed in a var array */
     TI_ASSUME_ALIGNED,
+    /* tensor-core and asynchronous-copy support (lower_gemm.c, pipeline.c; codegen in codegen_mma.c) */
+    TI_ADDR,               /* (buf[idx...]) -> the element's address (u64 nominally; only an intrinsic argument) */
+    TI_PACK,               /* (x0, x1[, x2, x3]) 16- or 8-bit values -> u32, x0 in the lowest bits */
+    TI_LDMATRIX,           /* TS_INTRIN: (addr) -> ival>>1 u32 registers; ival&1 = .trans (ldmatrix.m8n8.b16) */
+    TI_MMA,                /* TS_INTRIN: (a0..a3 u32, b0 b1 u32, c0..c3 f32) -> d0..d3 f32; ival = operand DType */
+    TI_CP_ASYNC,           /* TS_INTRIN: (shared addr, global addr, src bytes i32): cp.async of ival bytes, the
+                            * bytes past `src bytes` zero-filled */
+    TI_CP_COMMIT,          /* TS_INTRIN: cp.async.commit_group */
+    TI_CP_WAIT,            /* TS_INTRIN: cp.async.wait_group ival */
 };
 
 /* ---- statements ---- */
@@ -152,6 +161,8 @@ typedef enum {
     TS_BARRIER,    /* bar.sync 0 (inserted by lowering) */
     TS_VLOAD,      /* regs[roff .. roff+vec) = convert(buf[idx .. idx+vec)) : a vector access */
     TS_VSTORE,     /* buf[idx .. idx+vec) = convert(regs[roff .. roff+vec)) */
+    TS_INTRIN,     /* idx[0..nidx) (register-array elements) = e, a TX_CALL of a TI_* target instruction
+                    * with several results or none (mma, ldmatrix, cp.async) */
     /* tile operations, removed by lower_tiles */
     TS_COPY,
     TS_FILL,
@@ -276,6 +287,12 @@ int64_t tir_known_div(const TKernel *k, const TExpr *e);   /* power-of-two divis
 bool pass_layout(TKernel *k);        /* layout.c: frag layouts and vector widths */
 bool pass_lower_tiles(TKernel *k);   /* lower_tiles.c: tile ops -> thread-level code */
 bool pass_smem_plan(TKernel *k);     /* smem_plan.c: shared-memory offsets and padding */
+bool pass_pipeline(TKernel *k);      /* pipeline.c: pipelined loops -> cp.async into rotating buffers */
+
+/* tile operations with a file of their own, called by layout.c and lower_tiles.c */
+bool gemm_assign_layouts(TKernel *k);              /* lower_gemm.c: mma fragment layouts, operand padding */
+TStmt *lower_gemm(TKernel *k, TStmt *s, bool *ok);   /* lower_gemm.c: gemm -> ldmatrix + mma.sync */
+TStmt *lower_cumsum(TKernel *k, TStmt *s, bool *ok); /* lower_cumsum.c: prefix sums along a dim */
 
 /* layout helpers (layout.c) */
 Layout *layout_default(Arena *a, int rank, const int64_t *shape, int nthreads, int vec, int threads_per_row);

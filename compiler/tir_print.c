@@ -18,6 +18,13 @@ static const char *call_name(int b)
     switch (b) {
     case TI_SHFL_XOR_RAW: return "shfl.bfly";
     case TI_SHFL_IDX_RAW: return "shfl.idx";
+    case TI_ADDR: return "addr";
+    case TI_PACK: return "pack";
+    case TI_LDMATRIX: return "ldmatrix";
+    case TI_MMA: return "mma";
+    case TI_CP_ASYNC: return "cp.async";
+    case TI_CP_COMMIT: return "cp.async.commit";
+    case TI_CP_WAIT: return "cp.async.wait";
     default: return "?";
     }
 }
@@ -276,6 +283,21 @@ static void print_stmt(StrBuf *out, const TStmt *s, int ind)
             sb_printf(out, " = %s[%d:%d]", s->regs->name, s->roff, s->roff + s->vec);
         break;
     }
+    case TS_INTRIN:
+        for (int i = 0; i < s->nidx; i++) {
+            sb_puts(out, i ? ", " : "(");
+            tir_print_expr(out, s->idx[i]);
+        }
+        if (s->nidx)
+            sb_puts(out, ") = ");
+        tir_print_expr(out, s->e);
+        if (s->e->builtin == TI_LDMATRIX)
+            sb_printf(out, " x%d%s", (int)(s->e->ival >> 1), s->e->ival & 1 ? " trans" : "");
+        else if (s->e->builtin == TI_MMA)
+            sb_printf(out, " %s", dtype_name((DType)s->e->ival));
+        else if (s->e->builtin != TI_CP_COMMIT)
+            sb_printf(out, " %lld", (long long)s->e->ival);
+        break;
     case TS_COPY:
         sb_puts(out, "copy ");
         print_region(out, &s->src);

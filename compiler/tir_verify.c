@@ -150,6 +150,20 @@ static void check_stmt(Verifier *v, const TStmt *s)
         if (s->roff + s->vec > s->regs->shape[0])
             fail(v, "vector access past the end of its register array");
         break;
+    case TS_INTRIN:
+        if (!s->e || s->e->kind != TX_CALL || s->e->builtin <= TI_FIRST) {
+            fail(v, "target instruction without its call");
+            break;
+        }
+        check_expr(v, s->e);
+        for (int i = 0; i < s->nidx; i++) {
+            const TExpr *o = s->idx[i];
+            int64_t r;
+            if (o->kind != TX_LOAD || o->buf->scope != SC_LOCAL || o->nargs != 1 || !tx_is_const(o->args[0], &r) || r < 0 ||
+                r >= o->buf->shape[0])
+                fail(v, "a result of a target instruction is not a register-array element");
+        }
+        break;
     case TS_COPY:
     case TS_FILL:
     case TS_REDUCE:

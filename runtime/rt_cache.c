@@ -162,7 +162,7 @@ tilec_status rt_cache_load(const char *dir, const char *key, rt_entry *out, int 
     char *body = NULL;
     int ok = fstat(fd, &st) == 0 && (uint64_t)st.st_size >= sizeof h && (uint64_t)st.st_size <= RT_CACHE_MAX_ENTRY &&
              rt_read_all(fd, &h, sizeof h) == 0 && !memcmp(h.magic, RT_CACHE_MAGIC, 8) &&
-             h.format == RT_CACHE_FORMAT && (h.kind == RT_PAYLOAD_CUBIN || h.kind == RT_PAYLOAD_PTX) &&
+             h.format == RT_CACHE_FORMAT && (h.kind == RT_PAYLOAD_CUBIN || h.kind == RT_PAYLOAD_PTX || h.kind == RT_PAYLOAD_HOST_OBJECT) &&
              h.key_len == key_len && h.sig_len <= RT_CACHE_MAX_ENTRY && h.payload_len <= RT_CACHE_MAX_ENTRY &&
              sizeof h + h.key_len + h.sig_len + h.payload_len == (uint64_t)st.st_size;
     if (ok) {

@@ -14,6 +14,8 @@ typedef struct rt_compiled {
     const char *ptx;        /* NUL-terminated */
     size_t ptx_size;        /* bytes, without the NUL */
     const char *signature;  /* "tilec-sig 1" text */
+    const void *object;     /* host target (CPU emulator): the x86-64 object instead of PTX */
+    size_t object_size;
     void *handle;           /* the compiler's own object, for release() */
 } rt_compiled;
 

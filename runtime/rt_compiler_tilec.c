@@ -42,15 +42,17 @@ static tilec_status tc_compile(void *self, void *program, const char *kernel, co
         if (a)
             tilec_artifact_destroy(a);
         return rt_fail(s, "compiling kernel '%s' failed (%s):\n%s", kernel, tilec_status_name(s),
-                       tilec_program_diagnostics(program));
+                       tilec_program_last_diagnostics(program));
     }
-    if (!a || !a->ptx || !a->signature) {
+    if (!a || (!a->ptx && !a->object) || !a->signature) {
         if (a)
             tilec_artifact_destroy(a);
         return rt_fail(TILEC_ERROR_INTERNAL, "compiling kernel '%s' gave no PTX or no signature", kernel);
     }
     out->ptx = a->ptx;
     out->ptx_size = a->ptx_size;
+    out->object = a->object; /* host target */
+    out->object_size = a->object_size;
     out->signature = a->signature;
     out->handle = a;
     return TILEC_OK;

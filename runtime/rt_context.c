@@ -73,6 +73,28 @@ static void rt_release_context(tilec_rt *rt)
     rt->retained_primary = 0;
 }
 
+/* The CPU device: kernels are compiled for the host target and run on the emulator. num_sms is
+ * an H200's (132) unless TILEC_EMU_SMS says otherwise, so that grids sized by it match the GPU's. */
+static tilec_status rt_create_cpu(const tilec_rt_options *o, tilec_rt **out)
+{
+    tilec_rt *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return rt_fail(TILEC_ERROR_INTERNAL, "out of memory creating a runtime");
+    rt->cpu = 1;
+    rt->opt_level = o->opt_level;
+    rt->flags = o->flags;
+    rt->sm = o->sm ? o->sm : 90;
+    const char *sms = getenv("TILEC_EMU_SMS");
+    rt->num_sms = sms && atoi(sms) > 0 ? atoi(sms) : 132;
+    snprintf(rt->arch, sizeof rt->arch, "host");
+    if (!(o->flags & TILEC_RT_NO_DISK_CACHE))
+        rt->cache_dir = rt_cache_open_dir(o->cache_dir, (o->flags & TILEC_RT_QUIET) != 0);
+    rt->compiler = rt_default_compiler();
+    pthread_mutex_init(&rt->lock, NULL);
+    *out = rt;
+    return TILEC_OK;
+}
+
 tilec_status tilec_rt_create(const tilec_rt_options *opts, tilec_rt **out)
 {
     if (!out)
@@ -85,6 +107,13 @@ tilec_status tilec_rt_create(const tilec_rt_options *opts, tilec_rt **out)
         return rt_fail(TILEC_ERROR_INVALID_ARGUMENT, "tilec_rt_create: sm %d is not 0, 90 or 100", o.sm);
     if (o.device < 0)
         return rt_fail(TILEC_ERROR_INVALID_ARGUMENT, "tilec_rt_create: device %d is negative", o.device);
+    const char *env = getenv("TILEC_DEVICE");
+    if (env && *env && strcmp(env, "cpu") && strcmp(env, "cuda"))
+        return rt_fail(TILEC_ERROR_INVALID_ARGUMENT, "TILEC_DEVICE is '%s': it must be 'cpu' or 'cuda'", env);
+    if (env && !strcmp(env, "cpu"))
+        o.flags |= TILEC_RT_CPU;
+    if (o.flags & TILEC_RT_CPU)
+        return rt_create_cpu(&o, out);
     const rt_driver *drv;
     tilec_status s = rt_driver_get(&drv);
     if (s != TILEC_OK)
@@ -141,6 +170,8 @@ tilec_status rt_ctx_enter(tilec_rt *rt, int *pushed)
 {
     CUcontext cur = NULL;
     *pushed = 0;
+    if (rt->cpu)
+        return TILEC_OK;
     CUresult r = rt->drv->cuCtxGetCurrent(&cur);
     if (r != CUDA_SUCCESS)
         return rt_cu_fail(rt->drv, r, "cuCtxGetCurrent");

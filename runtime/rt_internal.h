@@ -235,7 +235,7 @@ tilec_status rt_bind(const rt_sig *sig, const tilec_rt_arg *args, int nargs, int
                      unsigned char *buf, void **ptrs);
 
 /* ---- rt_cache.c: the disk cache ---- */
-enum rt_payload_kind { RT_PAYLOAD_CUBIN = 1, RT_PAYLOAD_PTX = 2 };
+enum rt_payload_kind { RT_PAYLOAD_CUBIN = 1, RT_PAYLOAD_PTX = 2, RT_PAYLOAD_HOST_OBJECT = 3 };
 typedef struct rt_entry {
     char *sig;           /* NUL-terminated */
     size_t sig_len;
@@ -261,6 +261,7 @@ void rt_cache_stem(const char *key, char out[17]);
 
 /* ---- rt_context.c ---- */
 struct tilec_rt {
+    int cpu;               /* the CPU emulator (TILEC_RT_CPU): no driver, no context */
     const rt_driver *drv;
     CUcontext ctx;
     CUdevice dev;
@@ -310,6 +311,7 @@ struct tilec_rt_kernel {
     char *generics;        /* canonical */
     rt_sig *owned_sig;     /* NULL when the sig belongs to the AOT manifest */
     CUmodule module;       /* owned; NULL when the function lives in the AOT module */
+    void *emu;             /* the CPU emulator's kernel (tl_emu_kernel), owned */
 };
 
 struct tilec_rt_library {
@@ -327,6 +329,13 @@ struct tilec_rt_library {
     tilec_rt_kernel **slots;
     size_t nslots, nkernels;
 };
+
+/* ---- rt_emu.c: the CPU device ---- */
+/* Loads a host object (RT_PAYLOAD_HOST_OBJECT) for sig into k->emu. */
+tilec_status rt_emu_load(tilec_rt_kernel *k, const rt_sig *sig, const void *object, size_t size);
+/* Runs k on the emulator with the packed parameters; synchronous. */
+tilec_status rt_emu_launch(const tilec_rt_kernel *k, void **ptrs, const tilec_rt_launch_config *cfg);
+void rt_emu_free(tilec_rt_kernel *k);
 
 /* Writes the canonical generics (validated, sorted by name, comma-joined) into buf. */
 tilec_status rt_canonical_generics(const char *const *generics, int n, char *buf, size_t cap);

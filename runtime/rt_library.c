@@ -130,6 +130,8 @@ static void rt_kernel_free(tilec_rt *rt, tilec_rt_kernel *k)
         return;
     if (k->module)
         rt->drv->cuModuleUnload(k->module);
+    if (k->emu)
+        rt_emu_free(k);
     rt_sig_free(k->owned_sig);
     free(k->name);
     free(k->generics);
@@ -348,7 +350,7 @@ static tilec_status rt_compile(tilec_rt_library *lib, const char *kernel, const 
 {
     tilec_rt *rt = lib->rt;
     const rt_compiler *c = lib->compiler;
-    tilec_target target = {rt->sm, rt->opt_level, 0};
+    tilec_target target = {rt->sm, rt->opt_level, rt->cpu};
     rt_compiled out;
     memset(&out, 0, sizeof out);
     tilec_status s = c->compile(c->self, lib->program, kernel, generics, ngenerics, &target, &out);
@@ -359,6 +361,11 @@ static tilec_status rt_compile(tilec_rt_library *lib, const char *kernel, const 
     e->sig = rt_strndup0(out.signature, e->sig_len);
     if (!e->sig) {
         s = rt_fail(TILEC_ERROR_INTERNAL, "out of memory after compiling '%s'", kernel);
+    } else if (rt->cpu) { /* the CPU device: an x86-64 object for the emulator */
+        e->payload_len = out.object_size;
+        if (!out.object || !(e->payload = rt_strndup0(out.object, out.object_size)))
+            s = rt_fail(TILEC_ERROR_INTERNAL, "compiling '%s' for the CPU gave no object", kernel);
+        e->kind = RT_PAYLOAD_HOST_OBJECT;
     } else if (rt->drv->has_link) {
         int pushed;
         if ((s = rt_ctx_enter(rt, &pushed)) == TILEC_OK) {
@@ -446,7 +453,10 @@ static tilec_status rt_from_source(tilec_rt_library *lib, const char *const *raw
                        k->name, k->generics, sig->kernel, sig->arch, k->name, rt->arch);
     }
     int pushed;
-    if ((s = rt_ctx_enter(rt, &pushed)) == TILEC_OK) {
+    if (rt->cpu) {
+        s = e.kind == RT_PAYLOAD_HOST_OBJECT ? rt_emu_load(k, sig, e.payload, e.payload_len)
+                                              : rt_fail(TILEC_ERROR_INTERNAL, "a GPU payload for the CPU device");
+    } else if ((s = rt_ctx_enter(rt, &pushed)) == TILEC_OK) {
         s = rt_load_module(rt, e.payload, &k->module);
         if (s == TILEC_OK)
             s = rt_get_function(rt, k->module, sig, &k->fn);

@@ -19,6 +19,9 @@ command -v ld.lld-$LLVM_VER >/dev/null || need+=(lld-$LLVM_VER)
 [ -e /usr/include/zstd.h ] || need+=(libzstd-dev)
 [ -e /usr/include/zlib.h ] || need+=(zlib1g-dev)
 command -v python3 >/dev/null || need+=(python3)
+# The Python package tests (recorded launches, no GPU) run on Debian's torch.
+python3 -c "import torch" 2>/dev/null || need+=(python3-torch)
+python3 -c "import pytest" 2>/dev/null || need+=(python3-pytest)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"

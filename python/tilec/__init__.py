@@ -11,8 +11,8 @@ __version__ = "0.1.0"
 
 from . import config
 from .config import get_device_num_sms, get_max_smem_per_sm, get_num_sms, set_num_sms
-from . import transpose, quant, testing
+from . import transpose, quant, moe, testing
 from . import torch as torch_ref  # also reachable as tilec.torch
 
-__all__ = ["config", "transpose", "quant", "testing", "get_num_sms", "set_num_sms", "get_device_num_sms",
+__all__ = ["config", "transpose", "quant", "moe", "testing", "get_num_sms", "set_num_sms", "get_device_num_sms",
            "get_max_smem_per_sm"]

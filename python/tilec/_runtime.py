@@ -3,7 +3,8 @@ specialisations by (kernel, generic values), and the launch call.
 
 The library is ``share/tilec/kernels.tl`` of the install tree (JIT), plus
 ``share/tilec/kernels.fatbin`` and its manifest when they exist (ahead-of-time). Environment:
-``TILEC_KERNELS`` overrides the .tl file, ``TILEC_CACHE_DIR`` the disk cache.
+``TILEC_KERNELS`` overrides the .tl file, ``TILEC_CACHE_DIR`` the disk cache, and
+``TILEC_DEVICE=cpu`` runs every kernel on the CPU emulator, on CPU tensors (docs/debugging.md).
 """
 import os
 
@@ -38,12 +39,18 @@ def _share_dir():
     raise RuntimeError("tilec: cannot find kernels.tl next to the package; set TILEC_KERNELS")
 
 
+def on_cpu():
+    """True when kernels run on the CPU emulator (``TILEC_DEVICE=cpu``) instead of the GPU."""
+    return os.environ.get("TILEC_DEVICE", "").lower() == "cpu"
+
+
 def library():
     """The process's kernel library (opened on first use, in the current CUDA context)."""
     global _rt, _lib
     if _lib is None:
-        torch.cuda.init()
-        torch.cuda.current_stream()  # makes the primary context current
+        if not on_cpu():
+            torch.cuda.init()
+            torch.cuda.current_stream()  # makes the primary context current
         source = os.environ.get("TILEC_KERNELS") or os.path.join(_share_dir(), "kernels.tl")
         fatbin = os.path.join(os.path.dirname(source), "kernels.fatbin")
         kw = {"source": source}
@@ -72,8 +79,19 @@ def kernel(name, generics):
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
+def require_device(x, fn):
+    """Kernels run on CUDA tensors, or on CPU tensors when the CPU emulator is selected."""
+    if on_cpu():
+        if x.device.type != "cpu":
+            raise ValueError(f"{fn}: x must be a CPU tensor when TILEC_DEVICE=cpu, got one on {x.device}")
+    elif not x.is_cuda:
+        raise ValueError(f"{fn}: x must be a CUDA tensor (or set TILEC_DEVICE=cpu to run on the CPU emulator)")
+
+
 def stream(t):
-    """The current torch stream of tensor ``t``'s device, as an integer handle."""
+    """The current torch stream of tensor ``t``'s device, as an integer handle (0 on the CPU)."""
+    if on_cpu():
+        return 0
     if _raw_stream is not None:
         return _raw_stream(t.get_device())
     return torch.cuda.current_stream(t.device).cuda_stream

@@ -176,6 +176,39 @@ static void check_expf(int *fail)
     printf("    (worst error %.3Lf ulp)\n", worst);
 }
 
+static void check_log1pf(int *fail)
+{
+    Tally t = {"log1pf sequence: <= 1 ulp from log1p(x) (4M random over (-1, 2^40], by exponent)", 0, 0, {{0}}};
+    uint64_t s = 0x11B;
+    long double worst = 0;
+    for (int i = 0; i < 4000000; i++) {
+        /* a random sign, exponent and mantissa, so tiny, moderate and huge arguments all occur */
+        uint32_t bits = (uint32_t)(rng_next(&s) >> 32);
+        uint32_t ex = (bits >> 23) % 168;        /* biased exponents 0 .. 167 (up to 2^40) */
+        uint32_t xb = (bits & 0x807FFFFFu) | ex << 23;
+        float x = tl_num_float(xb);
+        if (x <= -1.0f)
+            continue;
+        long double e = log1pl((long double)x);
+        uint32_t got = tl_num_log1pf(xb);
+        long double err = e == 0 ? (got == xb ? 0 : 99) : fabsl(tl_num_float(got) - e) / spacing(e);
+        if (err > worst)
+            worst = err;
+        tally_hit(&t, err <= 1.0L, "x=%a got %08x (%.3Lf ulp)", (double)x, got, err);
+    }
+    const struct { uint32_t x, want; } sp[] = {
+        {0x00000000u, 0x00000000u}, {0x80000000u, 0x80000000u}, {0x7F800000u, 0x7F800000u},
+        {0xBF800000u, 0xFF800000u} /* -1 */, {0xBF800001u, 0x7FFFFFFFu}, {0xFF800000u, 0x7FFFFFFFu},
+        {0x7FC00000u, 0x7FFFFFFFu}, {0x00000001u, 0x00000001u} /* subnormals are kept */,
+    };
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
+        uint32_t got = tl_num_log1pf(sp[i].x);
+        tally_hit(&t, got == sp[i].want, "x=%08x got %08x want %08x", sp[i].x, got, sp[i].want);
+    }
+    *fail |= tally_report(&t);
+    printf("    (worst error %.3Lf ulp)\n", worst);
+}
+
 /* y * 2^sc for a normal y, flushed to +0 below 2^-126 (ex2's exponent path) */
 static uint32_t scaled(uint32_t y, int sc)
 {
@@ -374,6 +407,7 @@ int main(void)
     check_rsqrt_cr(&fail);
     check_models(&fail);
     check_expf(&fail);
+    check_log1pf(&fail);
     check_tables(&fail);
     printf("time %.1f s\n", now_seconds() - t0);
     return fail;

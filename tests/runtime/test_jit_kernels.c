@@ -68,30 +68,46 @@ int main(int argc, char **argv)
     }
 
     /* per-token cast, f32 scales: grid (cdiv(M, BM), cdiv(H, BK)) */
-    const char *gq[] = {"T=bf16", "H=576", "G=128", "ROUND=true", "XA=8", "sf=present", "sfp=absent"};
-    k = get(lib, "per_token_cast", gq, 7);
+    const char *gq[] = {"T=bf16", "O=e4m3", "H=576", "G=128", "ROUND=true", "XA=8", "out=present", "sf=present",
+                        "sfp=absent", "psf=absent", "isf=absent", "isfp=absent"};
+    k = get(lib, "per_token_cast", gq, 12);
     if (k) {
         int64_t xs[2] = {4001, 576}, sfs[2] = {4001, 5};
-        tilec_rt_arg a[4] = {tilec_rt_arg_tensor((void *)0x10000, TILEC_RT_BF16, 2, xs, NULL),
+        tilec_rt_arg a[7] = {tilec_rt_arg_tensor((void *)0x10000, TILEC_RT_BF16, 2, xs, NULL),
                              tilec_rt_arg_tensor((void *)0x20000000, TILEC_RT_E4M3, 2, xs, NULL),
-                             tilec_rt_arg_tensor((void *)0x30000000, TILEC_RT_F32, 2, sfs, NULL), tilec_rt_arg_absent()};
-        EXPECT(tilec_rt_check(k, a, 4, NULL, &cfg) == TILEC_OK);
+                             tilec_rt_arg_tensor((void *)0x30000000, TILEC_RT_F32, 2, sfs, NULL), tilec_rt_arg_absent(),
+                             tilec_rt_arg_absent(), tilec_rt_arg_absent(), tilec_rt_arg_absent()};
+        EXPECT(tilec_rt_check(k, a, 7, NULL, &cfg) == TILEC_OK);
         /* BK = max(128, gcd(4096, 576) = 64) = 128, BM = 4096 / 128 = 32 */
         EXPECT(cfg.grid[0] == (4001 + 31) / 32 && cfg.grid[1] == 5 && cfg.block[0] == 128);
         int64_t wrong[2] = {4001, 4};
         a[2] = tilec_rt_arg_tensor((void *)0x30000000, TILEC_RT_F32, 2, wrong, NULL);
-        EXPECT(tilec_rt_check(k, a, 4, NULL, &cfg) == TILEC_ERROR_LAUNCH &&
+        EXPECT(tilec_rt_check(k, a, 7, NULL, &cfg) == TILEC_ERROR_LAUNCH &&
                strstr(tilec_rt_last_error(), "sf must have one column per group"));
     }
 
-    /* top-k gate: one block per token */
+    /* per-token cast, packed UE8M0 scales: sf absent, so its requirement is not in the signature */
+    const char *gp[] = {"T=bf16", "O=e4m3", "H=2048", "G=128", "ROUND=true", "XA=8", "out=present", "sf=absent",
+                        "sfp=present", "psf=absent", "isf=absent", "isfp=absent"};
+    k = get(lib, "per_token_cast", gp, 12);
+    if (k) {
+        EXPECT(strstr(tilec_rt_kernel_signature(k), "sf must have") == NULL);
+        int64_t xs[2] = {4001, 2048}, ps[2] = {4, 4004 * 4};
+        tilec_rt_arg a[7] = {tilec_rt_arg_tensor((void *)0x10000, TILEC_RT_BF16, 2, xs, NULL),
+                             tilec_rt_arg_tensor((void *)0x20000000, TILEC_RT_E4M3, 2, xs, NULL), tilec_rt_arg_absent(),
+                             tilec_rt_arg_tensor((void *)0x30000000, TILEC_RT_U8, 2, ps, NULL),
+                             tilec_rt_arg_absent(), tilec_rt_arg_absent(), tilec_rt_arg_absent()};
+        EXPECT(tilec_rt_check(k, a, 7, NULL, &cfg) == TILEC_OK);
+    }
+
+    /* top-k gate: one warp per token, four tokens per block */
     const char *gk[] = {"E=256", "K=8"};
     k = get(lib, "topk_gate", gk, 2);
     if (k) {
         int64_t ss[2] = {4001, 256}, is[2] = {4001, 8};
         tilec_rt_arg a[2] = {tilec_rt_arg_tensor((void *)0x10000, TILEC_RT_F32, 2, ss, NULL),
                              tilec_rt_arg_tensor((void *)0x20000000, TILEC_RT_I64, 2, is, NULL)};
-        EXPECT(tilec_rt_check(k, a, 2, NULL, &cfg) == TILEC_OK && cfg.grid[0] == 4001 && cfg.block[0] == 32);
+        EXPECT(tilec_rt_check(k, a, 2, NULL, &cfg) == TILEC_OK && cfg.grid[0] == (4001 + 3) / 4 && cfg.block[0] == 128);
     }
 
     /* engram hash */

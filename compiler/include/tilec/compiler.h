@@ -47,6 +47,9 @@ tilec_status tilec_program_from_string(const char *name, const char *text, const
 void tilec_program_destroy(tilec_program *p);
 /* All diagnostics so far, rendered (`file:line:col: error: ...` with source lines). */
 const char *tilec_program_diagnostics(const tilec_program *p);
+/* The diagnostics of the latest tilec_compile on p only (empty if it printed none). A failed
+ * tilec_compile leaves the program usable for further requests. */
+const char *tilec_program_last_diagnostics(const tilec_program *p);
 /* A 64-bit hash of every source file of the program (root and imports) and the defines. */
 uint64_t tilec_program_hash(const tilec_program *p);
 int tilec_program_num_kernels(const tilec_program *p);

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-__all__ = ["assert_equal", "calc_diff", "check_bias", "count_bytes", "clear_unused_sf"]
+__all__ = ["assert_equal", "calc_diff", "check_bias", "count_bytes", "clear_unused_sf", "quant"]
 
 
 def assert_equal(x: torch.Tensor, y: torch.Tensor, check_dtype=True, check_shape=True, check_stride=True):
@@ -62,3 +62,8 @@ def clear_unused_sf(sf: torch.Tensor, hidden: int, num_per_channels: int) -> tor
     b = sf.contiguous().flatten().view(torch.uint8).view(-1, width).clone()
     b[:, nk:] = 0
     return b
+
+
+from . import quant  # noqa: E402  (generators; imports clear_unused_sf from here)
+from .quant import (clamp_abs_ratio, expand_rows, generate_e5m6_inputs, generate_fused_mapping,  # noqa: E402,F401
+                    generate_hidden_sizes, generate_num_tokens, generate_rand_float)

@@ -19,23 +19,35 @@ def _pow2_divisor(v: int, cap: int) -> int:
 
 _NAMES = {torch.uint8: "u8", torch.int8: "i8", torch.bfloat16: "bf16", torch.float16: "f16", torch.int16: "i16",
           torch.float32: "f32", torch.int32: "i32"}
-if hasattr(torch, "float8_e4m3fn"):
-    _NAMES[torch.float8_e4m3fn] = "e4m3"
-    _NAMES[torch.float8_e5m2] = "e5m2"
+for _attr, _name in (("float8_e4m3fn", "e4m3"), ("float8_e5m2", "e5m2")):
+    if hasattr(torch, _attr) and getattr(torch, _attr) not in _NAMES:
+        _NAMES[getattr(torch, _attr)] = _name
 _kernels = {}
 
 
-def _kernel(dtype, es, m128, n128, sa):
-    key = (dtype, m128, n128, sa)
-    k = _kernels.get(key)
-    if k is None:
+def _tile(es, M, N):
+    """Tile rows x columns: 32 KiB tiles (128 x 128 bf16, 256 x 128 bytes, 64 x 128 f32), smaller
+    where the extents need it."""
+    bx = {1: 256, 2: 128, 4: 64}[es]
+    by = 128
+    while M % bx:
+        bx //= 2
+    while N % by:
+        by //= 2
+    return bx, by
+
+
+def _kernel(dtype, es, M, N, sa):
+    """(kernel, whether x must be viewed as raw bits) for one configuration, cached."""
+    bx, by = _tile(es, M, N)
+    key = (dtype, bx, by, sa)
+    entry = _kernels.get(key)
+    if entry is None:
         # the kernel copies bits: dtypes the language lacks travel as unsigned integers of their width
         tname = _NAMES.get(dtype) or _BITS_AS[es][1]
-        k = _runtime.kernel("batched_transpose", (f"T={tname}", f"BX={128 if m128 else 64}",
-                                                  f"BY={128 if n128 else 64}", f"SA={sa}"))
-        _kernels[key] = (k, dtype not in _NAMES)
-        return _kernels[key]
-    return k
+        k = _runtime.kernel("batched_transpose", (f"T={tname}", f"BX={bx}", f"BY={by}", f"SA={sa}"))
+        entry = _kernels[key] = (k, dtype not in _NAMES)
+    return entry
 
 
 def batched_transpose(x: torch.Tensor) -> torch.Tensor:
@@ -61,11 +73,10 @@ def batched_transpose(x: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"batched_transpose: x must have unit stride along its last dimension, got {sn}")
     if sm % 4:
         raise ValueError(f"batched_transpose: x's row stride must be a multiple of 4, got {sm}")
-    if not x.is_cuda:
-        raise ValueError("batched_transpose: x must be a CUDA tensor")
+    _runtime.require_device(x, "batched_transpose")
     vec = 16 // es
     sa = _pow2_divisor(sm, vec) if B == 1 else min(_pow2_divisor(sm, vec), _pow2_divisor(sb, vec))
-    k, as_bits = _kernel(x.dtype, M % 128 == 0, N % 128 == 0, sa)
+    k, as_bits = _kernel(x.dtype, es, M, N, sa)
     if as_bits:
         x, ov = x.view(_BITS_AS[es][0]), out.view(_BITS_AS[es][0])
     else:

@@ -79,6 +79,11 @@ typedef struct tilec_rt tilec_rt;
 enum tilec_rt_flags {
     TILEC_RT_NO_DISK_CACHE = 1u << 0, /* keep compiled kernels in memory only */
     TILEC_RT_QUIET = 1u << 1,         /* do not print the cache-directory warning */
+    /* Run kernels on the CPU emulator (docs/debugging.md) instead of a GPU: no CUDA driver is
+     * loaded, tensors are host pointers, launches are synchronous, and what the emulator finds
+     * in a launch (a deadlock, a trap or failed assert, a shared-memory race) is reported as
+     * TILEC_ERROR_DRIVER with its description. TILEC_DEVICE=cpu in the environment sets it. */
+    TILEC_RT_CPU = 1u << 2,
 };
 
 typedef struct tilec_rt_options {

@@ -1,0 +1,68 @@
+"""JIT compile latency as a user sees it: the first `library().kernel(name, generics)` of each
+specialisation that kernels.tl declares, with empty memory and disk caches (source to PTX in
+tilec, PTX to cubin by the driver's linker, module load). Also the ahead-of-time path: `tilec
+build` of the whole library with one job, per specialisation.
+
+Usage: python bench/compile_speed.py [--dist DIST] [--limit N]
+Prints medians and the slowest specialisations; the list comes from the manifest of `tilec build`.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dist", default=os.environ.get("TILEC_DIST", "dist"))
+    ap.add_argument("--limit", type=int, default=0, help="time only the first N specialisations")
+    args = ap.parse_args()
+    dist = os.path.abspath(args.dist)
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+    tilec = os.path.join(dist, "bin", "tilec")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "k.fatbin")
+        t0 = time.perf_counter()
+        subprocess.run([tilec, "build", os.path.join(root, "kernels.tl"), "-o", out, "-j", "1"], check=True,
+                       stdout=subprocess.DEVNULL)
+        aot_s = time.perf_counter() - t0
+        keys = re.findall(r"^key (\S+)$", open(out + ".manifest").read(), re.M)
+        keys = [k for k in keys if True]
+        # one entry per sm_90a specialisation: the manifest lists each arch separately
+        keys = list(dict.fromkeys(keys))
+
+        os.environ["TILEC_CACHE_DIR"] = os.path.join(tmp, "cache")
+        sys.path.insert(0, os.path.join(dist, "python"))
+        import tilec  # noqa: E402
+        from tilec import _runtime  # noqa: E402
+
+        lib = _runtime.library()
+        lib.kernel("batched_transpose", ("T=bf16", "BX=64", "BY=64", "SA=16"))  # driver and context start-up
+        times = []
+        for key in keys[: args.limit or None]:
+            m = re.match(r"([A-Za-z_0-9]+)<(.*)>$", key)
+            name, gens = (m.group(1), tuple(g for g in m.group(2).split(",") if g)) if m else (key, ())
+            t0 = time.perf_counter()
+            lib.kernel(name, gens)
+            times.append(((time.perf_counter() - t0) * 1e3, key))
+    ms = [t for t, _ in times]
+    print(f"tilec {tilec_version(tilec)}: {len(keys)} specialisations")
+    print(f"AOT  tilec build -j 1: {aot_s:.2f} s in all, {aot_s * 1e3 / max(len(keys), 1):.1f} ms per specialisation "
+          "(PTX, ptxas, nvlink, fatbinary)")
+    print(f"JIT  first launch lookup: median {statistics.median(ms):.1f} ms, mean {statistics.mean(ms):.1f} ms, "
+          f"max {max(ms):.1f} ms over {len(ms)} specialisations")
+    for t, k in sorted(times, reverse=True)[:5]:
+        print(f"     {t:7.1f} ms  {k}")
+
+
+def tilec_version(tilec):
+    return subprocess.run([tilec, "--version"], capture_output=True, text=True).stdout.strip()
+
+
+if __name__ == "__main__":
+    main()

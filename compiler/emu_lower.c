@@ -1,0 +1,1124 @@
+/* emu_lower.c — the host target. The kernel's module is built once, by cg_build_module, for
+ * NVPTX; this pass rewrites it into a module the x86-64 back end compiles for the CPU emulator
+ * (runtime/emu), so that the emulator runs the very code the GPU runs:
+ *   - every GPU intrinsic (thread ids, barriers, shuffles, votes, fp8/fp4 conversions, fma.rm,
+ *     MUFU ex2 / rsqrt, cp.async, trap) and every inline-asm `cvt` becomes a call to the
+ *     emulator's ABI (runtime/emu/tl_emu_abi.h), which reads the current fiber;
+ *   - conversions that involve f16, bf16 or f64, min/max, and f32 atomic adds go through the
+ *     emulator's bit-exact versions, and float arithmetic results that are NaN become the GPU's
+ *     canonical NaN, because x86 keeps NaN payloads where the GPU does not;
+ *   - shared memory (the extern array tl_smem) becomes the current block's buffer, and every
+ *     shared-memory access reports itself first (bounds check and racecheck);
+ *   - f16 / bf16 values that are only moved become i16, since x86 would move them through f32
+ *     registers and change subnormals and NaNs;
+ *   - signed division guards INT_MIN / -1, which traps on x86;
+ *   - the kernel gets the C calling convention, loses `noalias` (other fibers write through
+ *     other copies of the pointers between barriers), and a wrapper `__tl_emu_ENTRY(void **)`
+ *     takes the parameters as cuLaunchKernel does.
+ * Address spaces 1 and 3 stay: on x86-64 they are plain 64-bit pointers. The object also
+ * carries two strings for the emulator's reports: the sites (what each barrier / warp
+ * operation / shared access is) and the map of the shared buffers. */
+#include "emu_lower.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/DebugInfo.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* must match runtime/emu/tl_emu_abi.h */
+enum { SREG_TID_X, SREG_TID_Y, SREG_TID_Z, SREG_CTAID_X, SREG_CTAID_Y, SREG_CTAID_Z, SREG_NTID_X, SREG_NTID_Y,
+       SREG_NTID_Z, SREG_NCTAID_X, SREG_NCTAID_Y, SREG_NCTAID_Z };
+enum { SHFL_UP, SHFL_DOWN, SHFL_BFLY, SHFL_IDX };
+enum { VOTE_BALLOT, VOTE_ALL, VOTE_ANY, VOTE_UNI };
+enum { ACC_READ, ACC_WRITE, ACC_ATOMIC };
+enum { T_S8, T_S16, T_S32, T_S64, T_U8, T_U16, T_U32, T_U64, T_F16, T_BF16, T_F32, T_F64 };
+enum { R_RN, R_RZ, R_RM, R_RP };
+enum { X2_E4M3_FROM_F32, X2_E5M2_FROM_F32, X2_E2M1_FROM_F32, X2_F16_FROM_E4M3, X2_F16_FROM_E5M2,
+       X2_F16_FROM_E2M1 };
+
+typedef struct EL {
+    TKernel *k;
+    LLVMModuleRef m;
+    LLVMContextRef ctx;
+    LLVMBuilderRef b;
+    LLVMTargetDataRef td;
+    LLVMValueRef fn;
+    LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, v, p0, p1, p3;
+    StrBuf sites;
+    int nsites;
+    bool ok;
+} EL;
+
+static void el_error(EL *el, const char *fmt, const char *what)
+{
+    if (el->ok)
+        diag_error(el->k->diag, el->k->item ? el->k->item->name.loc : loc_none(), fmt, what, el->k->key);
+    el->ok = false;
+}
+
+/* ---------------- helpers ---------------- */
+
+static unsigned attr_kind(const char *name) { return LLVMGetEnumAttributeKindForName(name, strlen(name)); }
+
+/* the emulator function `name`, declared once; flags: 1 nounwind, 2 memory(none), 4 noreturn */
+static LLVMValueRef abi_fn(EL *el, const char *name, LLVMTypeRef ret, LLVMTypeRef *args, int n, int flags,
+                           LLVMTypeRef *fty)
+{
+    *fty = LLVMFunctionType(ret, args, (unsigned)n, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(el->m, name);
+    if (!f) {
+        f = LLVMAddFunction(el->m, name, *fty);
+        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(el->ctx, attr_kind("nounwind"), 0));
+        if (flags & 2) {
+            LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(el->ctx, attr_kind("memory"), 0));
+            LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(el->ctx, attr_kind("willreturn"), 0));
+        }
+        if (flags & 4)
+            LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(el->ctx, attr_kind("noreturn"), 0));
+    }
+    return f;
+}
+
+static LLVMValueRef call_abi(EL *el, const char *name, LLVMTypeRef ret, LLVMTypeRef *at, LLVMValueRef *args, int n,
+                             int flags)
+{
+    LLVMTypeRef fty;
+    LLVMValueRef f = abi_fn(el, name, ret, at, n, flags, &fty);
+    return LLVMBuildCall2(el->b, fty, f, args, (unsigned)n, "");
+}
+
+static LLVMValueRef c32(EL *el, uint64_t v) { return LLVMConstInt(el->i32, v, 0); }
+
+/* a site: one line of the object's site table, for the emulator's reports: what the
+ * instruction does and, when codegen gave it a source line, where it comes from */
+static LLVMValueRef site(EL *el, const char *what, LLVMValueRef inst)
+{
+    sb_puts(&el->sites, what);
+    LLVMMetadataRef loc = inst ? LLVMInstructionGetDebugLoc(inst) : NULL;
+    if (loc) {
+        LLVMMetadataRef file = LLVMDIScopeGetFile(LLVMDILocationGetScope(loc));
+        unsigned dl = 0, fl = 0;
+        const char *dir = file ? LLVMDIFileGetDirectory(file, &dl) : "";
+        const char *name = file ? LLVMDIFileGetFilename(file, &fl) : "?";
+        if (dl && !(dl == 1 && dir[0] == '.'))
+            sb_printf(&el->sites, " at %.*s/%.*s", (int)dl, dir, (int)fl, name);
+        else
+            sb_printf(&el->sites, " at %.*s", (int)fl, name);
+        sb_printf(&el->sites, ":%u:%u", LLVMDILocationGetLine(loc), LLVMDILocationGetColumn(loc));
+    }
+    sb_puts(&el->sites, "\n");
+    return c32(el, (uint64_t)el->nsites++);
+}
+
+static void replace(LLVMValueRef old, LLVMValueRef nw)
+{
+    if (nw)
+        LLVMReplaceAllUsesWith(old, nw);
+    LLVMInstructionEraseFromParent(old);
+}
+
+static const char *callee_name(LLVMValueRef call)
+{
+    LLVMValueRef f = LLVMGetCalledValue(call);
+    if (!f || !LLVMIsAFunction(f))
+        return NULL;
+    size_t n;
+    return LLVMGetValueName2(f, &n);
+}
+
+static LLVMValueRef arg(LLVMValueRef call, unsigned i) { return LLVMGetOperand(call, i); }
+
+static bool starts(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+/* value <-> i64 bits */
+static LLVMValueRef to_bits64(EL *el, LLVMValueRef v, bool sign)
+{
+    LLVMTypeRef t = LLVMTypeOf(v);
+    LLVMTypeKind tk = LLVMGetTypeKind(t);
+    if (tk != LLVMIntegerTypeKind) {
+        unsigned w = tk == LLVMDoubleTypeKind ? 64 : tk == LLVMFloatTypeKind ? 32 : 16;
+        v = LLVMBuildBitCast(el->b, v, LLVMIntTypeInContext(el->ctx, w), "");
+        sign = false;
+    }
+    if (LLVMGetIntTypeWidth(LLVMTypeOf(v)) == 64)
+        return v;
+    return sign ? LLVMBuildSExt(el->b, v, el->i64, "") : LLVMBuildZExt(el->b, v, el->i64, "");
+}
+
+static LLVMValueRef from_bits64(EL *el, LLVMValueRef bits, LLVMTypeRef t)
+{
+    LLVMTypeKind tk = LLVMGetTypeKind(t);
+    unsigned w = tk == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(t)
+                 : tk == LLVMDoubleTypeKind ? 64
+                 : tk == LLVMFloatTypeKind  ? 32
+                                            : 16;
+    LLVMValueRef v = w == 64 ? bits : LLVMBuildTrunc(el->b, bits, LLVMIntTypeInContext(el->ctx, w), "");
+    return tk == LLVMIntegerTypeKind ? v : LLVMBuildBitCast(el->b, v, t, "");
+}
+
+/* the tl_emu_cvt type code of an LLVM scalar type; -1 if none */
+static int type_code(LLVMTypeRef t, bool sign)
+{
+    switch (LLVMGetTypeKind(t)) {
+    case LLVMHalfTypeKind: return T_F16;
+    case LLVMBFloatTypeKind: return T_BF16;
+    case LLVMFloatTypeKind: return T_F32;
+    case LLVMDoubleTypeKind: return T_F64;
+    case LLVMIntegerTypeKind:
+        switch (LLVMGetIntTypeWidth(t)) {
+        case 8: return sign ? T_S8 : T_U8;
+        case 16: return sign ? T_S16 : T_U16;
+        case 32: return sign ? T_S32 : T_U32;
+        case 64: return sign ? T_S64 : T_U64;
+        default: return -1;
+        }
+    default: return -1;
+    }
+}
+
+static LLVMValueRef emu_cvt(EL *el, LLVMValueRef v, int from, int to, int rnd, LLVMTypeRef result)
+{
+    LLVMTypeRef at[4] = {el->i64, el->i32, el->i32, el->i32};
+    LLVMValueRef args[4] = {to_bits64(el, v, false), c32(el, (uint64_t)from), c32(el, (uint64_t)to), c32(el, (uint64_t)rnd)};
+    LLVMValueRef r = call_abi(el, "tl_emu_cvt", el->i64, at, args, 4, 3);
+    return from_bits64(el, r, result);
+}
+
+/* ---------------- intrinsic calls ---------------- */
+
+static void lower_sreg(EL *el, LLVMValueRef call, const char *name)
+{
+    static const char *regs[] = {"tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z",
+                                 "ntid.x", "ntid.y", "ntid.z", "nctaid.x", "nctaid.y", "nctaid.z"};
+    const char *r = name + strlen("llvm.nvvm.read.ptx.sreg.");
+    for (unsigned i = 0; i < 12; i++)
+        if (!strcmp(r, regs[i])) {
+            /* within one fiber's run of the kernel these never change: readnone lets LLVM reuse them */
+            LLVMValueRef a = c32(el, i);
+            replace(call, call_abi(el, "tl_emu_sreg", el->i32, &el->i32, &a, 1, 3));
+            return;
+        }
+    el_error(el, "the emulator does not implement the special register '%s' (kernel %s)", name);
+}
+
+static void lower_shfl(EL *el, LLVMValueRef call, const char *name)
+{
+    /* llvm.nvvm.shfl.sync.MODE.TYPE(membermask, value, b, c) */
+    const char *mode = name + strlen("llvm.nvvm.shfl.sync.");
+    int m = starts(mode, "up.") ? SHFL_UP : starts(mode, "down.") ? SHFL_DOWN : starts(mode, "bfly.") ? SHFL_BFLY
+          : starts(mode, "idx.") ? SHFL_IDX : -1;
+    LLVMTypeRef rt = LLVMTypeOf(call);
+    if (m < 0 || LLVMGetTypeKind(rt) == LLVMStructTypeKind) {
+        el_error(el, "the emulator does not implement '%s' (kernel %s)", name);
+        return;
+    }
+    static const char *what[] = {"shfl_up", "shfl_down", "shfl_xor", "shfl"};
+    LLVMValueRef val = arg(call, 1);
+    if (LLVMTypeOf(val) != el->i32)
+        val = LLVMBuildBitCast(el->b, val, el->i32, "");
+    LLVMTypeRef at[6] = {el->i32, el->i32, el->i32, el->i32, el->i32, el->i32};
+    LLVMValueRef args[6] = {c32(el, (uint64_t)m), arg(call, 0), val, arg(call, 2), arg(call, 3), site(el, what[m], call)};
+    LLVMValueRef r = call_abi(el, "tl_emu_shfl", el->i32, at, args, 6, 1);
+    if (rt != el->i32)
+        r = LLVMBuildBitCast(el->b, r, rt, "");
+    replace(call, r);
+}
+
+static void lower_vote(EL *el, LLVMValueRef call, const char *name)
+{
+    const char *mode = name + strlen("llvm.nvvm.vote.");
+    int m = starts(mode, "ballot") ? VOTE_BALLOT : starts(mode, "all") ? VOTE_ALL : starts(mode, "any") ? VOTE_ANY
+          : starts(mode, "uni") ? VOTE_UNI : -1;
+    if (m < 0 || !strstr(mode, ".sync")) {
+        el_error(el, "the emulator does not implement '%s' (kernel %s)", name);
+        return;
+    }
+    static const char *what[] = {"ballot", "vote.all", "vote.any", "vote.uni"};
+    LLVMTypeRef at[4] = {el->i32, el->i32, el->i32, el->i32};
+    LLVMValueRef args[4] = {c32(el, (uint64_t)m), arg(call, 0), LLVMBuildZExt(el->b, arg(call, 1), el->i32, ""),
+                            site(el, what[m], call)};
+    LLVMValueRef r = call_abi(el, "tl_emu_vote", el->i32, at, args, 4, 1);
+    if (LLVMTypeOf(call) == el->i1)
+        r = LLVMBuildICmp(el->b, LLVMIntNE, r, c32(el, 0), "");
+    replace(call, r);
+}
+
+static void lower_cvt_pair(EL *el, LLVMValueRef call, const char *name)
+{
+    LLVMTypeRef at[3] = {el->i32, el->i32, el->i32};
+    int op = -1;
+    bool unpack = false;
+    if (!strcmp(name, "llvm.nvvm.ff.to.e4m3x2.rn"))
+        op = X2_E4M3_FROM_F32;
+    else if (!strcmp(name, "llvm.nvvm.ff.to.e5m2x2.rn"))
+        op = X2_E5M2_FROM_F32;
+    else if (!strcmp(name, "llvm.nvvm.ff.to.e2m1x2.rn.satfinite"))
+        op = X2_E2M1_FROM_F32;
+    else if (!strcmp(name, "llvm.nvvm.e4m3x2.to.f16x2.rn"))
+        op = X2_F16_FROM_E4M3, unpack = true;
+    else if (!strcmp(name, "llvm.nvvm.e5m2x2.to.f16x2.rn"))
+        op = X2_F16_FROM_E5M2, unpack = true;
+    else if (!strcmp(name, "llvm.nvvm.e2m1x2.to.f16x2.rn"))
+        op = X2_F16_FROM_E2M1, unpack = true;
+    if (op < 0) {
+        el_error(el, "the emulator does not implement the conversion '%s' (kernel %s)", name);
+        return;
+    }
+    LLVMValueRef args[3] = {c32(el, (uint64_t)op), c32(el, 0), c32(el, 0)};
+    if (unpack) {
+        args[1] = LLVMBuildZExt(el->b, arg(call, 0), el->i32, "");
+    } else {
+        args[1] = LLVMBuildBitCast(el->b, arg(call, 0), el->i32, "");
+        args[2] = LLVMBuildBitCast(el->b, arg(call, 1), el->i32, "");
+    }
+    LLVMValueRef r = call_abi(el, "tl_emu_cvt_x2", el->i32, at, args, 3, 3);
+    LLVMTypeRef rt = LLVMTypeOf(call);
+    if (LLVMGetTypeKind(rt) == LLVMVectorTypeKind)
+        r = LLVMBuildBitCast(el->b, r, rt, "");
+    else
+        r = LLVMBuildTrunc(el->b, r, rt, "");
+    replace(call, r);
+}
+
+static void lower_cp_async(EL *el, LLVMValueRef call, const char *name)
+{
+    /* llvm.nvvm.cp.async.{ca,cg}.shared.global.N[.s](dst, src[, src_size]) */
+    const char *p = strstr(name, ".global.");
+    int n = p ? atoi(p + 8) : 0;
+    if (n != 4 && n != 8 && n != 16) {
+        el_error(el, "the emulator does not implement '%s' (kernel %s)", name);
+        return;
+    }
+    bool sized = LLVMGetNumArgOperands(call) >= 3;
+    LLVMTypeRef at[5] = {el->p3, el->p1, el->i32, el->i32, el->i32};
+    LLVMValueRef args[5] = {arg(call, 0), arg(call, 1), c32(el, (uint64_t)n), sized ? arg(call, 2) : c32(el, (uint64_t)n),
+                            site(el, "cp.async into shared memory", call)};
+    if (LLVMTypeOf(args[0]) != el->p3 || LLVMTypeOf(args[1]) != el->p1) {
+        el_error(el, "unexpected operands of '%s' (kernel %s)", name);
+        return;
+    }
+    call_abi(el, "tl_emu_cp_async", el->v, at, args, 5, 1);
+    replace(call, NULL);
+}
+
+/* the `cvt` instructions codegen writes as inline PTX (explicit rounding modes) */
+static void lower_asm(EL *el, LLVMValueRef call)
+{
+    size_t len;
+    const char *code = LLVMGetInlineAsmAsmString(LLVMGetCalledValue(call), &len);
+    char s[128];
+    snprintf(s, sizeof s, "%.*s", (int)(len < sizeof s - 1 ? len : sizeof s - 1), code);
+    char *sp = strchr(s, ' ');
+    if (!starts(s, "cvt.") || !sp || LLVMGetNumArgOperands(call) != 1) {
+        el_error(el, "the emulator does not understand the inline PTX '%s' (kernel %s)", s);
+        return;
+    }
+    *sp = 0;
+    int rnd = R_RN, from = -1, to = -1, ntypes = 0;
+    static const char *types[] = {"s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64"};
+    for (char *tok = strtok(s + 4, "."); tok; tok = strtok(NULL, ".")) {
+        if (!strcmp(tok, "rn") || !strcmp(tok, "rni"))
+            rnd = R_RN;
+        else if (!strcmp(tok, "rz") || !strcmp(tok, "rzi"))
+            rnd = R_RZ;
+        else if (!strcmp(tok, "rm") || !strcmp(tok, "rmi"))
+            rnd = R_RM;
+        else if (!strcmp(tok, "rp") || !strcmp(tok, "rpi"))
+            rnd = R_RP;
+        else if (!strcmp(tok, "sat"))
+            continue; /* float -> int saturates anyway */
+        else {
+            int t = -1;
+            for (int i = 0; i < 12; i++)
+                if (!strcmp(tok, types[i]))
+                    t = i;
+            if (t < 0 || ntypes >= 2) {
+                el_error(el, "the emulator does not understand the cvt modifier '%s' (kernel %s)", tok);
+                return;
+            }
+            if (ntypes++ == 0)
+                to = t;
+            else
+                from = t;
+        }
+    }
+    if (from < 0 || to < 0) {
+        el_error(el, "the emulator does not understand the inline PTX '%s' (kernel %s)", s);
+        return;
+    }
+    replace(call, emu_cvt(el, arg(call, 0), from, to, rnd, LLVMTypeOf(call)));
+}
+
+static void lower_call(EL *el, LLVMValueRef call)
+{
+    LLVMValueRef callee = LLVMGetCalledValue(call);
+    if (callee && LLVMIsAInlineAsm(callee)) {
+        lower_asm(el, call);
+        return;
+    }
+    const char *name = callee_name(call);
+    if (!name) {
+        el_error(el, "an indirect call%s in kernel %s", "");
+        return;
+    }
+    LLVMTypeRef at[6];
+    LLVMValueRef args[6];
+    if (starts(name, "llvm.nvvm.read.ptx.sreg.")) {
+        lower_sreg(el, call, name);
+    } else if (!strcmp(name, "llvm.nvvm.barrier.cta.sync.aligned.all") || !strcmp(name, "llvm.nvvm.barrier.cta.sync.all") ||
+               !strcmp(name, "llvm.nvvm.barrier0") || !strcmp(name, "llvm.nvvm.barrier.sync")) {
+        if (LLVMGetNumArgOperands(call) > 0 && !(LLVMIsAConstantInt(arg(call, 0)) && LLVMConstIntGetZExtValue(arg(call, 0)) == 0)) {
+            el_error(el, "the emulator implements barrier 0 only ('%s', kernel %s)", name);
+            return;
+        }
+        args[0] = site(el, "sync_threads", call);
+        call_abi(el, "tl_emu_barrier", el->v, &el->i32, args, 1, 1);
+        replace(call, NULL);
+    } else if (!strcmp(name, "llvm.nvvm.bar.warp.sync")) {
+        at[0] = at[1] = el->i32;
+        args[0] = arg(call, 0);
+        args[1] = site(el, "sync_warp", call);
+        call_abi(el, "tl_emu_warp_sync", el->v, at, args, 2, 1);
+        replace(call, NULL);
+    } else if (starts(name, "llvm.nvvm.shfl.sync.")) {
+        lower_shfl(el, call, name);
+    } else if (starts(name, "llvm.nvvm.vote.")) {
+        lower_vote(el, call, name);
+    } else if (starts(name, "llvm.nvvm.match.any.sync.")) {
+        at[0] = el->i32, at[1] = el->i64, at[2] = el->i32;
+        args[0] = arg(call, 0);
+        args[1] = to_bits64(el, arg(call, 1), false);
+        args[2] = site(el, "match_any", call);
+        replace(call, call_abi(el, "tl_emu_match_any", el->i32, at, args, 3, 1));
+    } else if (starts(name, "llvm.nvvm.griddepcontrol.") || starts(name, "llvm.nvvm.membar") ||
+               starts(name, "llvm.nvvm.fence.") || !strcmp(name, "llvm.nvvm.cp.async.commit.group") ||
+               starts(name, "llvm.nvvm.cp.async.wait.")) {
+        /* launches are synchronous and a block's fibers share one OS thread: nothing to wait for */
+        replace(call, NULL);
+    } else if (starts(name, "llvm.nvvm.cp.async.") && strstr(name, ".shared.global.")) {
+        lower_cp_async(el, call, name);
+    } else if (!strcmp(name, "tilec.grid_sync")) {
+        args[0] = site(el, "grid_sync", call);
+        call_abi(el, "tl_emu_grid_sync", el->v, &el->i32, args, 1, 1);
+        replace(call, NULL);
+    } else if (!strcmp(name, "llvm.trap")) {
+        args[0] = site(el, "trap()", call);
+        call_abi(el, "tl_emu_trap", el->v, &el->i32, args, 1, 5);
+        replace(call, NULL);
+    } else if (!strcmp(name, "vprintf")) {
+        at[0] = at[1] = el->p0;
+        args[0] = arg(call, 0);
+        args[1] = arg(call, 1);
+        replace(call, call_abi(el, "tl_emu_vprintf", el->i32, at, args, 2, 1));
+    } else if (!strcmp(name, "__assertfail")) {
+        at[0] = at[1] = at[3] = el->p0, at[2] = el->i32, at[4] = el->i64;
+        for (unsigned i = 0; i < 5; i++)
+            args[i] = arg(call, i);
+        call_abi(el, "tl_emu_assertfail", el->v, at, args, 5, 5);
+        replace(call, NULL);
+    } else if (starts(name, "llvm.nvvm.ff.to.") || (starts(name, "llvm.nvvm.") && strstr(name, "x2.to."))) {
+        lower_cvt_pair(el, call, name);
+    } else if (!strcmp(name, "llvm.nvvm.saturate.f")) {
+        args[0] = arg(call, 0);
+        replace(call, call_abi(el, "tl_emu_sat", el->f32, &el->f32, args, 1, 3));
+    } else if (!strcmp(name, "llvm.nvvm.fma.rm.f")) {
+        at[0] = at[1] = at[2] = el->f32;
+        for (unsigned i = 0; i < 3; i++)
+            args[i] = arg(call, i);
+        replace(call, call_abi(el, "tl_emu_fma_rm", el->f32, at, args, 3, 3));
+    } else if (starts(name, "llvm.nvvm.ex2.approx.") && LLVMTypeOf(call) == el->f32) {
+        at[0] = el->f32, at[1] = el->i32;
+        args[0] = arg(call, 0);
+        args[1] = c32(el, strstr(name, ".ftz") != NULL);
+        replace(call, call_abi(el, "tl_emu_ex2", el->f32, at, args, 2, 3));
+    } else if (!strcmp(name, "llvm.nvvm.rsqrt.approx.f")) {
+        args[0] = arg(call, 0);
+        replace(call, call_abi(el, "tl_emu_rsqrt", el->f32, &el->f32, args, 1, 3));
+    } else if (starts(name, "llvm.minnum.") || starts(name, "llvm.maxnum.")) {
+        LLVMTypeRef t = LLVMTypeOf(call);
+        if (t != el->f32 && t != el->f64) {
+            el_error(el, "the emulator does not implement '%s' on vectors (kernel %s)", name);
+            return;
+        }
+        bool mn = starts(name, "llvm.minnum.");
+        at[0] = at[1] = t;
+        args[0] = arg(call, 0);
+        args[1] = arg(call, 1);
+        const char *f = t == el->f32 ? (mn ? "tl_emu_fminf" : "tl_emu_fmaxf") : (mn ? "tl_emu_fmin" : "tl_emu_fmax");
+        replace(call, call_abi(el, f, t, at, args, 2, 3));
+    } else if (starts(name, "llvm.nvvm.")) {
+        el_error(el, "the emulator does not implement the intrinsic '%s' (kernel %s)", name);
+    } else if (!starts(name, "llvm.")) {
+        el_error(el, "the emulator cannot call the external function '%s' (kernel %s)", name);
+    }
+}
+
+/* ---------------- instructions ---------------- */
+
+/* NaN results of float arithmetic become the canonical 0x7FFFFFFF (f64: 0x7FFF...F) */
+static void canonicalize_nan(EL *el, LLVMValueRef inst)
+{
+    LLVMTypeRef t = LLVMTypeOf(inst);
+    if (t != el->f32 && t != el->f64)
+        return;
+    LLVMPositionBuilderBefore(el->b, LLVMGetNextInstruction(inst));
+    LLVMValueRef canon = t == el->f32 ? LLVMConstBitCast(LLVMConstInt(el->i32, 0x7FFFFFFFu, 0), el->f32)
+                                      : LLVMConstBitCast(LLVMConstInt(el->i64, 0x7FFFFFFFFFFFFFFFull, 0), el->f64);
+    LLVMValueRef isnan = LLVMBuildFCmp(el->b, LLVMRealUNO, inst, inst, "");
+    LLVMValueRef sel = LLVMBuildSelect(el->b, isnan, canon, inst, "");
+    LLVMReplaceAllUsesWith(inst, sel);
+    LLVMSetOperand(isnan, 0, inst);
+    LLVMSetOperand(isnan, 1, inst);
+    LLVMSetOperand(sel, 2, inst);
+}
+
+/* conversions that involve f16, bf16 or f64 (and every fpext / fptrunc), scalarised */
+static void lower_conversion(EL *el, LLVMValueRef inst, LLVMOpcode op)
+{
+    LLVMValueRef src = LLVMGetOperand(inst, 0);
+    LLVMTypeRef st = LLVMTypeOf(src), dt = LLVMTypeOf(inst);
+    bool vec = LLVMGetTypeKind(dt) == LLVMVectorTypeKind;
+    LLVMTypeRef se = vec ? LLVMGetElementType(st) : st, de = vec ? LLVMGetElementType(dt) : dt;
+    bool sign = op == LLVMSIToFP;
+    int from = type_code(se, sign), to = type_code(de, sign);
+    if (op == LLVMSIToFP || op == LLVMUIToFP) {
+        LLVMTypeKind k = LLVMGetTypeKind(de);
+        if (k != LLVMHalfTypeKind && k != LLVMBFloatTypeKind)
+            return; /* int -> f32 / f64: x86 rounds to nearest even like the GPU */
+    }
+    if (from < 0 || to < 0) {
+        el_error(el, "the emulator does not implement a conversion%s of kernel %s", "");
+        return;
+    }
+    LLVMPositionBuilderBefore(el->b, inst);
+    LLVMValueRef r;
+    if (vec) {
+        unsigned n = LLVMGetVectorSize(dt);
+        r = LLVMGetPoison(dt);
+        for (unsigned i = 0; i < n; i++) {
+            LLVMValueRef e = LLVMBuildExtractElement(el->b, src, c32(el, i), "");
+            r = LLVMBuildInsertElement(el->b, r, emu_cvt(el, e, from, to, R_RN, de), c32(el, i), "");
+        }
+    } else {
+        r = emu_cvt(el, src, from, to, R_RN, de);
+    }
+    replace(inst, r);
+}
+
+/* x86 traps on INT_MIN / -1 (and on a zero divisor); the GPU does not */
+static void guard_division(EL *el, LLVMValueRef inst, bool sign)
+{
+    LLVMValueRef x = LLVMGetOperand(inst, 0), y = LLVMGetOperand(inst, 1);
+    LLVMTypeRef t = LLVMTypeOf(y);
+    if (LLVMGetTypeKind(t) != LLVMIntegerTypeKind)
+        return;
+    if (LLVMIsAConstantInt(y)) {
+        long long c = LLVMConstIntGetSExtValue(y);
+        if (c != 0 && (!sign || c != -1))
+            return;
+    }
+    unsigned w = LLVMGetIntTypeWidth(t);
+    LLVMPositionBuilderBefore(el->b, inst);
+    LLVMValueRef bad = LLVMBuildICmp(el->b, LLVMIntEQ, y, LLVMConstInt(t, 0, 0), "");
+    if (sign) {
+        LLVMValueRef min = LLVMConstInt(t, 1ull << (w - 1), 0);
+        LLVMValueRef ov = LLVMBuildAnd(el->b, LLVMBuildICmp(el->b, LLVMIntEQ, x, min, ""),
+                                       LLVMBuildICmp(el->b, LLVMIntEQ, y, LLVMConstAllOnes(t), ""), "");
+        bad = LLVMBuildOr(el->b, bad, ov, "");
+    }
+    /* x / 1 and x % 1 are what the wrapped results are: INT_MIN and 0 */
+    LLVMSetOperand(inst, 1, LLVMBuildSelect(el->b, bad, LLVMConstInt(t, 1, 0), y, ""));
+}
+
+static LLVMValueRef pointer_operand(LLVMValueRef inst, LLVMOpcode op)
+{
+    return LLVMGetOperand(inst, op == LLVMStore ? 1 : 0);
+}
+
+static void instrument_shared(EL *el, LLVMValueRef inst, LLVMOpcode op)
+{
+    LLVMValueRef p = pointer_operand(inst, op);
+    LLVMTypeRef vt = op == LLVMLoad ? LLVMTypeOf(inst) : op == LLVMStore ? LLVMTypeOf(LLVMGetOperand(inst, 0))
+                                                                         : LLVMTypeOf(LLVMGetOperand(inst, 1));
+    int kind = op == LLVMLoad ? ACC_READ : op == LLVMStore ? ACC_WRITE : ACC_ATOMIC;
+    char what[64];
+    int len = snprintf(what, sizeof what, "shared-memory %s",
+                       kind == ACC_READ ? "load" : kind == ACC_WRITE ? "store" : "atomic");
+    if (!LLVMInstructionGetDebugLoc(inst)) /* without a source line, a number tells the sites apart */
+        snprintf(what + len, sizeof what - (size_t)len, " #%d", el->nsites);
+    LLVMPositionBuilderBefore(el->b, inst);
+    LLVMTypeRef at[4] = {el->p3, el->i32, el->i32, el->i32};
+    LLVMValueRef args[4] = {p, c32(el, LLVMStoreSizeOfType(el->td, vt)), c32(el, (uint64_t)kind), site(el, what, inst)};
+    call_abi(el, "tl_emu_shared_access", el->v, at, args, 4, 1);
+}
+
+static void lower_atomic_fadd(EL *el, LLVMValueRef inst)
+{
+    LLVMValueRef p = LLVMGetOperand(inst, 0), v = LLVMGetOperand(inst, 1);
+    if (LLVMTypeOf(v) != el->f32)
+        return; /* f64 atomic add has no flush; x86's compare-exchange loop matches */
+    LLVMPositionBuilderBefore(el->b, inst);
+    LLVMTypeRef at[2] = {el->p0, el->f32};
+    LLVMValueRef args[2] = {LLVMBuildAddrSpaceCast(el->b, p, el->p0, ""), v};
+    replace(inst, call_abi(el, "tl_emu_atomic_add_f32", el->f32, at, args, 2, 1));
+}
+
+static bool is_shared(LLVMValueRef p)
+{
+    LLVMTypeRef t = LLVMTypeOf(p);
+    return LLVMGetTypeKind(t) == LLVMPointerTypeKind && LLVMGetPointerAddressSpace(t) == 3;
+}
+
+static void lower_instructions(EL *el)
+{
+    /* collect first: the rewrites add and remove instructions */
+    size_t n = 0, cap = 256;
+    LLVMValueRef *v = tl_xmalloc(cap * sizeof *v);
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(el->fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+            if (n == cap) {
+                cap *= 2;
+                v = tl_xrealloc(v, cap * sizeof *v);
+            }
+            v[n++] = i;
+        }
+    for (size_t j = 0; j < n && el->ok; j++) {
+        LLVMValueRef i = v[j];
+        LLVMOpcode op = LLVMGetInstructionOpcode(i);
+        /* what replaces an instruction keeps its source line */
+        LLVMSetCurrentDebugLocation2(el->b, LLVMInstructionGetDebugLoc(i));
+        switch (op) {
+        case LLVMCall: {
+            const char *name = callee_name(i);
+            bool keep = name && (starts(name, "llvm.fma.") || starts(name, "llvm.sqrt.") || starts(name, "llvm.floor.") ||
+                                 starts(name, "llvm.ceil.") || starts(name, "llvm.trunc.") || starts(name, "llvm.rint."));
+            if (keep) {
+                canonicalize_nan(el, i);
+            } else {
+                LLVMPositionBuilderBefore(el->b, i);
+                lower_call(el, i);
+            }
+            break;
+        }
+        case LLVMFAdd:
+        case LLVMFSub:
+        case LLVMFMul:
+        case LLVMFDiv:
+        case LLVMFRem: canonicalize_nan(el, i); break;
+        case LLVMFPTrunc:
+        case LLVMFPExt:
+        case LLVMSIToFP:
+        case LLVMUIToFP: lower_conversion(el, i, op); break;
+        case LLVMSDiv:
+        case LLVMSRem: guard_division(el, i, true); break;
+        case LLVMUDiv:
+        case LLVMURem: guard_division(el, i, false); break;
+        case LLVMLoad:
+        case LLVMStore:
+        case LLVMAtomicCmpXchg:
+            if (is_shared(pointer_operand(i, op)))
+                instrument_shared(el, i, op);
+            break;
+        case LLVMAtomicRMW:
+            if (is_shared(pointer_operand(i, op)))
+                instrument_shared(el, i, op);
+            if (LLVMGetAtomicRMWBinOp(i) == LLVMAtomicRMWBinOpFAdd)
+                lower_atomic_fadd(el, i);
+            break;
+        default: break;
+        }
+    }
+    free(v);
+}
+
+/* ---------------- 16-bit floats as integers ----------------
+ * x86 keeps f16 / bf16 values in f32 registers and converts on the way in and out (with
+ * AVX512-BF16 flushing subnormals and quieting NaNs), so a plain copy of a bf16 tile would not
+ * be a bit copy as on the GPU. Once every conversion is a call on bit patterns, the 16-bit float
+ * values left are only moved (loads, stores, vector element moves, selects): they become i16. */
+
+typedef struct VMap {
+    LLVMValueRef *key, *val;
+    size_t cap, n;
+} VMap;
+
+static size_t vmap_slot(const VMap *m, LLVMValueRef k)
+{
+    size_t h = ((uintptr_t)k >> 4) * 0x9E3779B97F4A7C15ull;
+    size_t i = h & (m->cap - 1);
+    while (m->key[i] && m->key[i] != k)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static void vmap_put(VMap *m, LLVMValueRef k, LLVMValueRef v)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        VMap g = {tl_xcalloc(m->cap ? 2 * m->cap : 256, sizeof(LLVMValueRef)),
+                  tl_xcalloc(m->cap ? 2 * m->cap : 256, sizeof(LLVMValueRef)), m->cap ? 2 * m->cap : 256, 0};
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->key[i])
+                vmap_put(&g, m->key[i], m->val[i]);
+        free(m->key);
+        free(m->val);
+        *m = g;
+    }
+    size_t i = vmap_slot(m, k);
+    if (!m->key[i])
+        m->n++;
+    m->key[i] = k;
+    m->val[i] = v;
+}
+
+static LLVMValueRef vmap_get(const VMap *m, LLVMValueRef k)
+{
+    if (!m->cap)
+        return NULL;
+    size_t i = vmap_slot(m, k);
+    return m->key[i] ? m->val[i] : NULL;
+}
+
+static bool is_f16ish(LLVMTypeRef t)
+{
+    LLVMTypeKind k = LLVMGetTypeKind(t);
+    if (k == LLVMVectorTypeKind)
+        k = LLVMGetTypeKind(LLVMGetElementType(t));
+    return k == LLVMHalfTypeKind || k == LLVMBFloatTypeKind;
+}
+
+static LLVMTypeRef int16_type(EL *el, LLVMTypeRef t)
+{
+    if (LLVMGetTypeKind(t) == LLVMVectorTypeKind)
+        return LLVMVectorType(el->i16, LLVMGetVectorSize(t));
+    return el->i16;
+}
+
+/* the integer form of a 16-bit float value, or NULL when it is not known yet */
+static LLVMValueRef as_int16(EL *el, VMap *m, LLVMValueRef v)
+{
+    LLVMValueRef r = vmap_get(m, v);
+    if (r)
+        return r;
+    if (LLVMIsAConstant(v))
+        return LLVMConstBitCast(v, int16_type(el, LLVMTypeOf(v)));
+    return NULL;
+}
+
+static bool touches_f16(LLVMValueRef i)
+{
+    if (is_f16ish(LLVMTypeOf(i)))
+        return true;
+    int n = LLVMGetNumOperands(i);
+    for (int k = 0; k < n; k++) {
+        LLVMValueRef o = LLVMGetOperand(i, (unsigned)k);
+        if (o && !LLVMIsABasicBlock(o) && is_f16ish(LLVMTypeOf(o)))
+            return true;
+    }
+    return false;
+}
+
+/* builds the integer form of i; false when an operand is not mapped yet */
+static bool rewrite_f16(EL *el, VMap *m, LLVMValueRef i, bool *done)
+{
+    LLVMOpcode op = LLVMGetInstructionOpcode(i);
+    LLVMTypeRef t = LLVMTypeOf(i);
+    LLVMValueRef nw = NULL;
+    LLVMPositionBuilderBefore(el->b, i);
+    LLVMSetCurrentDebugLocation2(el->b, LLVMInstructionGetDebugLoc(i));
+    switch (op) {
+    case LLVMLoad: {
+        nw = LLVMBuildLoad2(el->b, int16_type(el, t), LLVMGetOperand(i, 0), "");
+        LLVMSetAlignment(nw, LLVMGetAlignment(i));
+        LLVMSetVolatile(nw, LLVMGetVolatile(i));
+        break;
+    }
+    case LLVMStore: {
+        LLVMValueRef v = as_int16(el, m, LLVMGetOperand(i, 0));
+        if (!v)
+            return false;
+        LLVMValueRef s = LLVMBuildStore(el->b, v, LLVMGetOperand(i, 1));
+        LLVMSetAlignment(s, LLVMGetAlignment(i));
+        LLVMSetVolatile(s, LLVMGetVolatile(i));
+        *done = true;
+        return true;
+    }
+    case LLVMExtractElement: {
+        LLVMValueRef v = as_int16(el, m, LLVMGetOperand(i, 0));
+        if (!v)
+            return false;
+        nw = LLVMBuildExtractElement(el->b, v, LLVMGetOperand(i, 1), "");
+        break;
+    }
+    case LLVMInsertElement: {
+        LLVMValueRef v = as_int16(el, m, LLVMGetOperand(i, 0)), e = as_int16(el, m, LLVMGetOperand(i, 1));
+        if (!v || !e)
+            return false;
+        nw = LLVMBuildInsertElement(el->b, v, e, LLVMGetOperand(i, 2), "");
+        break;
+    }
+    case LLVMSelect: {
+        LLVMValueRef a = as_int16(el, m, LLVMGetOperand(i, 1)), b = as_int16(el, m, LLVMGetOperand(i, 2));
+        if (!a || !b)
+            return false;
+        nw = LLVMBuildSelect(el->b, LLVMGetOperand(i, 0), a, b, "");
+        break;
+    }
+    case LLVMBitCast: {
+        LLVMValueRef src = LLVMGetOperand(i, 0);
+        if (is_f16ish(LLVMTypeOf(src))) { /* 16-bit float -> integer bits */
+            LLVMValueRef a = as_int16(el, m, src);
+            if (!a)
+                return false;
+            LLVMValueRef r = LLVMTypeOf(a) == t ? a : LLVMBuildBitCast(el->b, a, t, "");
+            LLVMReplaceAllUsesWith(i, r);
+            *done = true;
+            return true;
+        }
+        LLVMTypeRef it = int16_type(el, t); /* integer bits -> 16-bit float */
+        nw = LLVMTypeOf(src) == it ? src : LLVMBuildBitCast(el->b, src, it, "");
+        break;
+    }
+    default: {
+        char what[64];
+        snprintf(what, sizeof what, "opcode %d", (int)op);
+        el_error(el, "the emulator cannot move 16-bit float values through %s (kernel %s)", what);
+        *done = true;
+        return true;
+    }
+    }
+    vmap_put(m, i, nw);
+    *done = true;
+    return true;
+}
+
+static void legalize_f16(EL *el)
+{
+    size_t n = 0, cap = 64;
+    LLVMValueRef *v = tl_xmalloc(cap * sizeof *v);
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(el->fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+            if (LLVMGetInstructionOpcode(i) != LLVMCall && touches_f16(i)) {
+                if (n == cap) {
+                    cap *= 2;
+                    v = tl_xrealloc(v, cap * sizeof *v);
+                }
+                v[n++] = i;
+            }
+    bool *done = tl_xcalloc(n + 1, sizeof(bool));
+    VMap m = {0};
+    /* definitions may come after their uses in the block order: repeat until nothing is left */
+    for (bool progress = true; progress && el->ok;) {
+        progress = false;
+        for (size_t j = 0; j < n && el->ok; j++)
+            if (!done[j] && rewrite_f16(el, &m, v[j], &done[j]))
+                progress = true;
+    }
+    for (size_t j = 0; j < n && el->ok; j++)
+        if (!done[j])
+            el_error(el, "a 16-bit float value%s of kernel %s has no integer form", "");
+    /* the old instructions go, users first */
+    for (size_t j = n; j-- > 0 && el->ok;) {
+        LLVMValueRef i = v[j];
+        if (LLVMTypeOf(i) != el->v && LLVMGetFirstUse(i)) {
+            LLVMValueRef nw = vmap_get(&m, i);
+            LLVMPositionBuilderBefore(el->b, i);
+            LLVMReplaceAllUsesWith(i, nw ? LLVMBuildBitCast(el->b, nw, LLVMTypeOf(i), "") : LLVMGetPoison(LLVMTypeOf(i)));
+        }
+        LLVMInstructionEraseFromParent(i);
+    }
+    free(v);
+    free(done);
+    free(m.key);
+    free(m.val);
+}
+
+/* ---------------- shared memory ---------------- */
+
+/* the instruction form of constant c (tl_smem or a constant expression over it), before `at` */
+static LLVMValueRef rebuild(EL *el, LLVMValueRef c, LLVMValueRef g, LLVMValueRef base, LLVMValueRef at)
+{
+    if (c == g)
+        return base;
+    if (!LLVMIsAConstantExpr(c))
+        return c;
+    LLVMValueRef p = rebuild(el, LLVMGetOperand(c, 0), g, base, at);
+    LLVMPositionBuilderBefore(el->b, at);
+    LLVMSetCurrentDebugLocation2(el->b, LLVMInstructionGetDebugLoc(at));
+    switch (LLVMGetConstOpcode(c)) {
+    case LLVMGetElementPtr: {
+        int n = LLVMGetNumOperands(c);
+        LLVMValueRef idx[16];
+        if (n - 1 > 16)
+            break;
+        for (int i = 1; i < n; i++)
+            idx[i - 1] = LLVMGetOperand(c, (unsigned)i);
+        return LLVMBuildGEP2(el->b, LLVMGetGEPSourceElementType(c), p, idx, (unsigned)(n - 1), "");
+    }
+    case LLVMAddrSpaceCast: return LLVMBuildAddrSpaceCast(el->b, p, LLVMTypeOf(c), "");
+    case LLVMPtrToInt: return LLVMBuildPtrToInt(el->b, p, LLVMTypeOf(c), "");
+    default: break;
+    }
+    el_error(el, "an unexpected constant expression over shared memory%s in kernel %s", "");
+    return c;
+}
+
+static bool uses(LLVMValueRef c, LLVMValueRef g)
+{
+    if (c == g)
+        return true;
+    if (!LLVMIsAConstantExpr(c))
+        return false;
+    for (int i = 0; i < LLVMGetNumOperands(c); i++)
+        if (uses(LLVMGetOperand(c, (unsigned)i), g))
+            return true;
+    return false;
+}
+
+static void replace_smem(EL *el)
+{
+    LLVMValueRef g = LLVMGetNamedGlobal(el->m, "tl_smem");
+    if (!g)
+        return;
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(el->fn);
+    LLVMPositionBuilderBefore(el->b, LLVMGetFirstInstruction(entry));
+    LLVMSetCurrentDebugLocation2(el->b, NULL);
+    LLVMValueRef base = call_abi(el, "tl_emu_smem", el->p3, NULL, NULL, 0, 3);
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(el->fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+            if (i == base)
+                continue;
+            int n = LLVMGetNumOperands(i);
+            for (int k = 0; k < n; k++) {
+                LLVMValueRef o = LLVMGetOperand(i, (unsigned)k);
+                if (!uses(o, g))
+                    continue;
+                LLVMValueRef at = i;
+                if (LLVMGetInstructionOpcode(i) == LLVMPHI)
+                    at = LLVMGetBasicBlockTerminator(LLVMGetIncomingBlock(i, (unsigned)k));
+                LLVMSetOperand(i, (unsigned)k, rebuild(el, o, g, base, at));
+            }
+        }
+    LLVMReplaceAllUsesWith(g, LLVMConstPointerNull(el->p3));
+    LLVMDeleteGlobal(g);
+}
+
+/* ---------------- the entry and the metadata ---------------- */
+
+static void make_wrapper(EL *el)
+{
+    LLVMTypeRef kt = LLVMGlobalGetValueType(el->fn);
+    unsigned n = LLVMCountParamTypes(kt);
+    LLVMTypeRef *pts = tl_xmalloc(sizeof(LLVMTypeRef) * (n + 1));
+    LLVMValueRef *args = tl_xmalloc(sizeof(LLVMValueRef) * (n + 1));
+    LLVMGetParamTypes(kt, pts);
+    char name[512];
+    snprintf(name, sizeof name, "__tl_emu_%s", el->k->entry);
+    LLVMTypeRef wt = LLVMFunctionType(el->v, &el->p0, 1, 0);
+    LLVMValueRef w = LLVMAddFunction(el->m, name, wt);
+    LLVMSetCurrentDebugLocation2(el->b, NULL);
+    LLVMPositionBuilderAtEnd(el->b, LLVMAppendBasicBlockInContext(el->ctx, w, "entry"));
+    LLVMValueRef params = LLVMGetParam(w, 0);
+    for (unsigned i = 0; i < n; i++) {
+        LLVMValueRef slot = LLVMBuildGEP2(el->b, el->p0, params, (LLVMValueRef[]){LLVMConstInt(el->i64, i, 0)}, 1, "");
+        LLVMValueRef p = LLVMBuildLoad2(el->b, el->p0, slot, "");
+        LLVMValueRef a = LLVMBuildLoad2(el->b, pts[i], p, "");
+        LLVMSetAlignment(a, 1);
+        args[i] = a;
+    }
+    LLVMBuildCall2(el->b, kt, el->fn, args, n, "");
+    LLVMBuildRetVoid(el->b);
+    free(pts);
+    free(args);
+}
+
+static void add_string(EL *el, const char *name, const char *text)
+{
+    size_t n = strlen(text) + 1;
+    LLVMValueRef g = LLVMAddGlobal(el->m, LLVMArrayType2(el->i8, n), name);
+    LLVMSetInitializer(g, LLVMConstStringInContext2(el->ctx, text, n - 1, 0));
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMExternalLinkage);
+}
+
+/* "name dtype offset bytes elem_bytes row_pad rank extents..." per shared buffer */
+static void add_smem_map(EL *el)
+{
+    StrBuf s = {0};
+    for (int i = 0; i < el->k->nbufs; i++) {
+        TBuf *b = el->k->bufs[i];
+        if (b->scope != SC_SHARED)
+            continue;
+        int64_t n = 1;
+        for (int d = 0; d < b->rank; d++)
+            n *= b->shape[d] + (d == b->rank - 1 ? b->row_pad : 0);
+        int64_t bytes = b->dt == DT_E2M1 ? (n + 1) / 2 : n * dtype_storage_bytes(b->dt);
+        sb_printf(&s, "%s %s %lld %lld %d %lld %d", b->name, dtype_name(b->dt), (long long)b->smem_offset,
+                  (long long)bytes, b->dt == DT_E2M1 ? 0 : dtype_storage_bytes(b->dt), (long long)b->row_pad, b->rank);
+        for (int d = 0; d < b->rank; d++)
+            sb_printf(&s, " %lld", (long long)b->shape[d]);
+        sb_puts(&s, "\n");
+    }
+    add_string(el, "__tl_emu_smem", s.data ? s.data : "");
+    sb_free(&s);
+}
+
+static void fix_kernel_attributes(EL *el)
+{
+    LLVMValueRef f = el->fn;
+    LLVMSetFunctionCallConv(f, LLVMCCallConv);
+    LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "nvvm.maxntid", 12);
+    unsigned noalias = attr_kind("noalias");
+    unsigned n = LLVMCountParams(f);
+    for (unsigned i = 0; i < n; i++)
+        LLVMRemoveEnumAttributeAtIndex(f, i + 1, noalias);
+    /* a frame of its own, with a frame pointer, so that a debugger shows the kernel in backtraces */
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(el->ctx, attr_kind("noinline"), 0));
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateStringAttribute(el->ctx, "frame-pointer", 13, "all", 3));
+}
+
+/* ---------------- target machine, passes, emission ---------------- */
+
+static pthread_once_t x86_once = PTHREAD_ONCE_INIT;
+
+static void init_x86(void)
+{
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+}
+
+static LLVMTargetMachineRef host_tm(TKernel *k, int opt)
+{
+    pthread_once(&x86_once, init_x86);
+    char *triple = LLVMGetDefaultTargetTriple();
+    if (!starts(triple, "x86_64") || !strstr(triple, "linux")) {
+        diag_error(k->diag, loc_none(), "the host (emulator) target needs an x86-64 Linux machine; this one is %s", triple);
+        LLVMDisposeMessage(triple);
+        return NULL;
+    }
+    LLVMTargetRef target;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+        diag_ice(k->diag, "emu_lower", "no x86-64 target in this LLVM: %s", err ? err : "?");
+        LLVMDisposeMessage(err);
+        LLVMDisposeMessage(triple);
+        return NULL;
+    }
+    /* a baseline level of the x86-64 ISA rather than the machine's own CPU: objects stay usable
+     * on other machines (a shared cache); and no AVX, because gdb 13 steps over breakpoints on
+     * VEX-encoded RIP-relative instructions wrongly (a conditional breakpoint changed results).
+     * Results do not depend on the choice: IEEE arithmetic, no contraction, fma from libm when
+     * the instruction is missing. */
+    char *host = LLVMGetHostCPUFeatures();
+    const char *cpu = strstr(host, "+sse4.2") && strstr(host, "+popcnt") ? "x86-64-v2" : "x86-64";
+    LLVMDisposeMessage(host);
+    LLVMCodeGenOptLevel lvl = opt <= 0 ? LLVMCodeGenLevelNone : opt == 1 ? LLVMCodeGenLevelLess : LLVMCodeGenLevelDefault;
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, "", lvl, LLVMRelocPIC, LLVMCodeModelSmall);
+    LLVMDisposeMessage(triple);
+    return tm;
+}
+
+static bool lower(TKernel *k, LLVMModuleRef m, LLVMTargetMachineRef tm)
+{
+    EL el = {0};
+    el.k = k;
+    el.m = m;
+    el.ctx = LLVMGetModuleContext(m);
+    el.ok = true;
+    el.i1 = LLVMInt1TypeInContext(el.ctx);
+    el.i8 = LLVMInt8TypeInContext(el.ctx);
+    el.i16 = LLVMInt16TypeInContext(el.ctx);
+    el.i32 = LLVMInt32TypeInContext(el.ctx);
+    el.i64 = LLVMInt64TypeInContext(el.ctx);
+    el.f16 = LLVMHalfTypeInContext(el.ctx);
+    el.bf16 = LLVMBFloatTypeInContext(el.ctx);
+    el.f32 = LLVMFloatTypeInContext(el.ctx);
+    el.f64 = LLVMDoubleTypeInContext(el.ctx);
+    el.v = LLVMVoidTypeInContext(el.ctx);
+    el.p0 = LLVMPointerTypeInContext(el.ctx, 0);
+    el.p1 = LLVMPointerTypeInContext(el.ctx, 1);
+    el.p3 = LLVMPointerTypeInContext(el.ctx, 3);
+    char *triple = LLVMGetTargetMachineTriple(tm);
+    LLVMSetTarget(m, triple);
+    LLVMDisposeMessage(triple);
+    el.td = LLVMCreateTargetDataLayout(tm);
+    char *dl = LLVMCopyStringRepOfTargetData(el.td);
+    LLVMSetDataLayout(m, dl);
+    LLVMDisposeMessage(dl);
+    el.fn = LLVMGetNamedFunction(m, k->entry);
+    if (!el.fn) {
+        diag_ice(k->diag, "emu_lower", "no kernel function '%s' in the module", k->entry);
+        LLVMDisposeTargetData(el.td);
+        return false;
+    }
+    el.b = LLVMCreateBuilderInContext(el.ctx);
+    lower_instructions(&el);
+    if (el.ok)
+        legalize_f16(&el);
+    if (el.ok)
+        replace_smem(&el);
+    if (el.ok) {
+        fix_kernel_attributes(&el);
+        make_wrapper(&el);
+        add_string(&el, "__tl_emu_sites", el.sites.data ? el.sites.data : "");
+        add_smem_map(&el);
+    }
+    sb_free(&el.sites);
+    LLVMDisposeBuilder(el.b);
+    LLVMDisposeTargetData(el.td);
+    return el.ok;
+}
+
+char *emu_emit_host(TKernel *k, LLVMModuleRef m, int opt_level, bool object, size_t *size)
+{
+    LLVMTargetMachineRef tm = host_tm(k, opt_level);
+    if (!tm)
+        return NULL;
+    char *out = NULL;
+    char *msg = NULL;
+    if (!lower(k, m, tm)) {
+        /* reported */
+    } else if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
+        diag_ice(k->diag, "emu_lower", "invalid LLVM IR for %s: %s", k->key, msg ? msg : "?");
+    } else {
+        char pipeline[32];
+        int o = opt_level < 0 ? 0 : opt_level > 2 ? 2 : opt_level;
+        snprintf(pipeline, sizeof pipeline, "default<O%d>", o);
+        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+        LLVMErrorRef e = LLVMRunPasses(m, pipeline, tm, po);
+        LLVMDisposePassBuilderOptions(po);
+        if (e) {
+            char *em = LLVMGetErrorMessage(e);
+            diag_ice(k->diag, "emu_lower", "LLVM passes failed: %s", em);
+            LLVMDisposeErrorMessage(em);
+        } else if (object) {
+            LLVMMemoryBufferRef buf = NULL;
+            char *err = NULL;
+            if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMObjectFile, &err, &buf)) {
+                diag_ice(k->diag, "emu_lower", "x86-64 code generation failed: %s", err ? err : "?");
+                LLVMDisposeMessage(err);
+            } else {
+                *size = LLVMGetBufferSize(buf);
+                out = tl_xmalloc(*size + 1);
+                memcpy(out, LLVMGetBufferStart(buf), *size);
+                out[*size] = 0;
+                LLVMDisposeMemoryBuffer(buf);
+            }
+        } else {
+            char *s = LLVMPrintModuleToString(m);
+            *size = strlen(s);
+            out = tl_xmalloc(*size + 1);
+            memcpy(out, s, *size + 1);
+            LLVMDisposeMessage(s);
+        }
+    }
+    LLVMDisposeMessage(msg);
+    LLVMDisposeTargetMachine(tm);
+    return out;
+}

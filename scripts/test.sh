@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The test command of tilec (the README's, and CI's through .ci/run):
+#   1. release build in build/, every CTest test;
+#   2. ASan + UBSan build in build-asan/, the tests labelled `sanitize`;
+#   3. libFuzzer build (clang) in build-fuzz/, the front-end fuzzer for $TILEC_FUZZ_SECONDS (60)
+#      seconds from the .tl files of tests/; any finding fails.
+# Usage: scripts/test.sh [release|asan|fuzz ...]   (default: all three, in that order)
+# A new suite joins by registering CTest tests (with LABELS sanitize to run under the sanitizers).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+JOBS=${TILEC_JOBS:-$(nproc)}
+FUZZ_SECONDS=${TILEC_FUZZ_SECONDS:-60}
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(release asan fuzz)
+
+step() { printf '\n== %s\n' "$*"; }
+
+run_release() {
+  step "release build (build/) and all tests"
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build -j "$JOBS"
+  ctest --test-dir build --output-on-failure -j "$JOBS"
+}
+
+run_asan() {
+  step "ASan + UBSan build (build-asan/) and the tests labelled sanitize"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTILEC_SANITIZE=ON >/dev/null
+  cmake --build build-asan -j "$JOBS"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$JOBS" -L sanitize
+}
+
+run_fuzz() {
+  step "libFuzzer build (build-fuzz/) and ${FUZZ_SECONDS} s of fuzzing the front end"
+  CC=clang-22 CXX=clang++-22 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DTILEC_FUZZ=ON >/dev/null
+  cmake --build build-fuzz -j "$JOBS" --target fuzz_frontend
+  # seeds: every .tl file of the test suites; the corpus grows in build-fuzz/corpus
+  local seeds=build-fuzz/seeds art=build-fuzz/artifacts
+  rm -rf "$seeds" "$art"
+  mkdir -p "$seeds" "$art" build-fuzz/corpus
+  find tests -name '*.tl' -size -64k -exec cp -t "$seeds" --backup=numbered {} +
+  build-fuzz/tests/fuzz/fuzz_frontend -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
+    -max_len=4096 -dict=tests/fuzz/tilec.dict -artifact_prefix="$art/" -print_final_stats=1 \
+    build-fuzz/corpus "$seeds" 2>build-fuzz/fuzz.log || {
+      tail -n 60 build-fuzz/fuzz.log
+      echo "test: the fuzzer found a problem; the input is in $art/" >&2
+      return 1
+    }
+  grep -E '^(Done|stat::number_of_executed_units)' build-fuzz/fuzz.log || true
+  if [ -n "$(ls -A "$art")" ]; then
+    echo "test: the fuzzer left inputs in $art/" >&2
+    return 1
+  fi
+}
+
+for s in "${stages[@]}"; do
+  case "$s" in
+    release) run_release ;;
+    asan) run_asan ;;
+    fuzz) run_fuzz ;;
+    *) echo "test: unknown stage '$s' (release, asan, fuzz)" >&2; exit 2 ;;
+  esac
+done
+step "all passed: ${stages[*]}"

@@ -1,0 +1,59 @@
+/* fuzz_frontend.c — libFuzzer target over the front end: parse, resolve, then semantic analysis
+ * of every kernel (generic check and each declared specialisation) and fn, as `tilec check`
+ * does, and the AST printer as `tilec emit --stage=ast` does. Any crash, sanitizer report, leak
+ * or slow input is a bug: the compiler runs inside long-lived processes (the JIT). */
+#include "sema.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+bool sema_fn_generic(Compilation *c, Item *fn);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+enum { MAX_INSTANCES = 8 }; /* per `specialize`: enough to reach the instance paths */
+
+static void check_kernels(Compilation *c)
+{
+    GenericArgs *args = malloc(sizeof(GenericArgs) * MAX_INSTANCES);
+    for (int m = 0; m < c->nmodules; m++) {
+        Module *mod = c->modules[m];
+        for (int i = 0; i < mod->nitems; i++) {
+            Item *it = mod->items[i];
+            if (it->kind == IT_KERNEL) {
+                sema_kernel(c, it, NULL);
+            } else if (it->kind == IT_FN) {
+                sema_fn_generic(c, it);
+            } else if (it->kind == IT_SPECIALIZE) {
+                Item *k = NULL;
+                int n = sema_expand_specialize(c, it, &k, args, MAX_INSTANCES);
+                for (int j = 0; j < n; j++) {
+                    sema_kernel(c, k, &args[j]);
+                    StrBuf b = {0};
+                    sema_format_generic_args(&b, k, &args[j]);
+                    sb_free(&b);
+                }
+            }
+        }
+    }
+    free(args);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    /* a NUL ends the text as comp_load_string sees it; keep the input as one C string */
+    char *text = malloc(size + 1);
+    memcpy(text, data, size);
+    text[size] = 0;
+    Compilation c;
+    comp_init(&c);
+    if (comp_load_string(&c, "fuzz.tl", text)) {
+        StrBuf ast = {0};
+        ast_print_module(&ast, c.modules[0]);
+        sb_free(&ast);
+        if (comp_resolve(&c))
+            check_kernels(&c);
+    }
+    comp_free(&c);
+    free(text);
+    return 0;
+}

@@ -1,0 +1,481 @@
+#!/usr/bin/env python3
+"""emu_vs_gpu.py — runs every shipped kernel on the GPU and on the CPU emulator with the same
+inputs and compares the outputs byte for byte (issue 5: "an H200 run shows emulator and GPU
+giving byte-identical outputs for the same inputs on every shipped kernel").
+
+Self-contained given an install tree: it needs DIST/lib/libtilec_runtime.so (built with the
+compiler), DIST/share/tilec/kernels.tl, Python 3 and libcuda. No numpy, no torch. Both devices go
+through the same runtime API (the GPU runtime and one made with TILEC_RT_CPU), so argument binding
+and grids are identical; only the device differs.
+
+    python3 tests/gpu/emu_vs_gpu.py --dist dist            # on the H200
+    python3 tests/gpu/emu_vs_gpu.py --dist dist --cpu-only  # no GPU: runs the emulator half only
+
+Cases:
+  kernels   every declared specialisation of kernels.tl (plus one-scale-per-row and packed-UE8M0
+            per_token_cast, and more Sinkhorn rounds) on shapes with ragged tails; must match.
+  specials  the same kernels on inputs with NaN (several payloads), infinities, subnormals and
+            signed zeros; must match too, but are reported apart: a mismatch there points at the
+            emulator's model of NaN encodings rather than at a kernel.
+  probes    tests/gpu/emu_probe.tl: arithmetic on special values, min/max of signed zeros, exp /
+            exp2 / rsqrt (the MUFU model: expected to differ by an ulp until TILEC_EMU_MUFU names
+            the tables of tests/gpu/numerics/mufu_dump), f32 <-> f64 NaNs, atomic adds of
+            subnormals. Informational: each line says which modelled detail differs.
+
+Exit status: 0 when every `kernels` and `specials` case matches, 1 otherwise, 2 on setup errors.
+"""
+import argparse
+import ctypes as C
+import math
+import os
+import random
+import struct
+import sys
+import time
+
+# ---- tilec/runtime.h ----------------------------------------------------------------------
+
+DT = {n: i for i, n in enumerate(
+    "bool i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64 e4m3 e5m2 e2m1 ue8m0".split())}
+ESIZE = {"bool": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "u8": 1, "u16": 2, "u32": 4, "u64": 8,
+         "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "e4m3": 1, "e5m2": 1, "ue8m0": 1}
+RT_CPU, RT_NO_DISK_CACHE, RT_QUIET = 4, 1, 2
+ARG_TENSOR, ARG_SCALAR, ARG_ABSENT = 1, 2, 3
+
+
+class RtTensor(C.Structure):
+    _fields_ = [("data", C.c_void_p), ("dtype", C.c_int), ("rank", C.c_int),
+                ("shape", C.c_int64 * 8), ("strides", C.c_int64 * 8)]
+
+
+class RtScalarV(C.Union):
+    _fields_ = [("i", C.c_int64), ("u", C.c_uint64), ("f", C.c_double), ("bits", C.c_uint64)]
+
+
+class RtScalar(C.Structure):
+    _fields_ = [("dtype", C.c_int), ("v", RtScalarV)]
+
+
+class RtArgU(C.Union):
+    _fields_ = [("tensor", RtTensor), ("scalar", RtScalar)]
+
+
+class RtArg(C.Structure):
+    _fields_ = [("kind", C.c_int), ("u", RtArgU)]
+
+
+class RtOptions(C.Structure):
+    _fields_ = [("cache_dir", C.c_char_p), ("device", C.c_int), ("flags", C.c_uint),
+                ("opt_level", C.c_int), ("sm", C.c_int)]
+
+
+class RtLibOptions(C.Structure):
+    _fields_ = [("source", C.c_char_p), ("include_dirs", C.POINTER(C.c_char_p)), ("ninclude", C.c_int),
+                ("defines", C.POINTER(C.c_char_p)), ("ndefines", C.c_int), ("fatbin", C.c_char_p),
+                ("manifest", C.c_char_p)]
+
+
+class RtLaunchOptions(C.Structure):
+    _fields_ = [("stream", C.c_void_p), ("num_sms", C.c_int)]
+
+
+class Runtime:
+    """One tilec runtime (GPU or CPU emulator) with kernels.tl and the probe file open."""
+
+    def __init__(self, lib, cpu, sources):
+        self.lib, self.cpu = lib, cpu
+        o = RtOptions(None, 0, RT_NO_DISK_CACHE | RT_QUIET | (RT_CPU if cpu else 0), 3, 0)
+        self.rt = C.c_void_p()
+        self.check(lib.tilec_rt_create(C.byref(o), C.byref(self.rt)), "tilec_rt_create")
+        self.libs = {}
+        for name, path in sources.items():
+            lo = RtLibOptions(path.encode(), None, 0, None, 0, None, None)
+            h = C.c_void_p()
+            self.check(lib.tilec_rt_library_open(self.rt, C.byref(lo), C.byref(h)), "opening " + path)
+            self.libs[name] = h
+        self.kernels = {}
+
+    def check(self, status, what):
+        if status != 0:
+            msg = self.lib.tilec_rt_last_error().decode(errors="replace")
+            raise RuntimeError("%s (%s): %s" % (what, "cpu" if self.cpu else "gpu", msg))
+
+    def kernel(self, src, name, generics):
+        key = (src, name, tuple(generics))
+        if key not in self.kernels:
+            arr = (C.c_char_p * max(1, len(generics)))(*[g.encode() for g in generics])
+            k = C.c_void_p()
+            self.check(self.lib.tilec_rt_get_kernel(self.libs[src], name.encode(), arr, len(generics),
+                                                    C.byref(k)), "compiling %s<%s>" % (name, ",".join(generics)))
+            self.kernels[key] = k
+        return self.kernels[key]
+
+    def launch(self, k, args, what):
+        lo = RtLaunchOptions(None, 132)
+        self.check(self.lib.tilec_rt_launch(k, args, len(args), C.byref(lo)), "launching " + what)
+
+
+def load_runtime(dist):
+    path = os.path.join(dist, "lib", "libtilec_runtime.so")
+    lib = C.CDLL(path)
+    lib.tilec_rt_last_error.restype = C.c_char_p
+    for f in ("tilec_rt_create", "tilec_rt_library_open", "tilec_rt_get_kernel", "tilec_rt_launch"):
+        getattr(lib, f).restype = C.c_int
+    return lib
+
+
+# ---- the CUDA driver, for device memory ---------------------------------------------------------
+
+class Cuda:
+    def __init__(self):
+        self.cu = C.CDLL(os.environ.get("TILEC_LIBCUDA", "libcuda.so.1"))
+        self.ok(self.cu.cuInit(0), "cuInit")
+        dev = C.c_int()
+        self.ok(self.cu.cuDeviceGet(C.byref(dev), 0), "cuDeviceGet")
+        self.ctx = C.c_void_p()
+        self.ok(self.cu.cuDevicePrimaryCtxRetain(C.byref(self.ctx), dev), "cuDevicePrimaryCtxRetain")
+        self.ok(self.cu.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")  # the runtime adopts it
+        name = C.create_string_buffer(256)
+        self.cu.cuDeviceGetName(name, 256, dev)
+        self.name = name.value.decode()
+
+    def ok(self, r, what):
+        if r != 0:
+            raise RuntimeError("%s failed: CUDA error %d" % (what, r))
+
+    def alloc(self, data):
+        p = C.c_uint64()
+        self.ok(self.cu.cuMemAlloc_v2(C.byref(p), C.c_size_t(max(len(data), 16))), "cuMemAlloc")
+        if data:
+            buf = (C.c_char * len(data)).from_buffer(data)
+            self.ok(self.cu.cuMemcpyHtoD_v2(p, buf, C.c_size_t(len(data))), "cuMemcpyHtoD")
+        return p.value
+
+    def read(self, p, n):
+        out = bytearray(n)
+        if n:
+            buf = (C.c_char * n).from_buffer(out)
+            self.ok(self.cu.cuMemcpyDtoH_v2(buf, C.c_uint64(p), C.c_size_t(n)), "cuMemcpyDtoH")
+        return out
+
+    def sync(self):
+        self.ok(self.cu.cuCtxSynchronize(), "cuCtxSynchronize (a kernel fault shows here)")
+
+    def free(self, p):
+        self.cu.cuMemFree_v2(C.c_uint64(p))
+
+
+# ---- arguments ----------------------------------------------------------------------------------
+
+class T:
+    """A tensor argument: dtype, shape, strides (elements; None = contiguous), initial bytes."""
+
+    def __init__(self, dtype, shape, data=None, strides=None, out=False, absent=False):
+        self.dtype, self.shape, self.out, self.absent = dtype, list(shape), out, absent
+        if strides is None:
+            strides, s = [0] * len(shape), 1
+            for d in range(len(shape) - 1, -1, -1):
+                strides[d] = s
+                s *= shape[d]
+        self.strides = list(strides)
+        span = 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides)) if all(self.shape) else 0
+        self.nbytes = span * ESIZE[dtype]
+        if data is None:
+            data = bytearray([0xEE]) * self.nbytes  # outputs: a sentinel both devices start from
+        assert len(data) == self.nbytes, (dtype, shape, len(data), self.nbytes)
+        self.data = bytearray(data)
+
+
+class S:
+    def __init__(self, dtype, value):
+        self.dtype, self.value = dtype, value
+
+
+def make_args(spec, ptrs):
+    args = (RtArg * len(spec))()
+    for i, a in enumerate(spec):
+        if isinstance(a, S):
+            args[i].kind = ARG_SCALAR
+            args[i].u.scalar.dtype = DT[a.dtype]
+            if a.dtype in ("f32", "f64"):
+                args[i].u.scalar.v.f = a.value
+            else:
+                args[i].u.scalar.v.i = a.value
+        elif a.absent:
+            args[i].kind = ARG_ABSENT
+        else:
+            args[i].kind = ARG_TENSOR
+            t = args[i].u.tensor
+            t.data, t.dtype, t.rank = ptrs[i], DT[a.dtype], len(a.shape)
+            for d in range(len(a.shape)):
+                t.shape[d], t.strides[d] = a.shape[d], a.strides[d]
+    return args
+
+
+def run_cpu(rt, k, spec, what):
+    bufs = [None if isinstance(a, S) or a.absent else (C.c_char * max(1, a.nbytes)).from_buffer(
+        a.data if a.nbytes else bytearray(1)) for a in spec]
+    ptrs = [C.addressof(b) if b is not None else None for b in bufs]
+    rt.launch(k, make_args(spec, ptrs), what)
+    return [bytes(a.data) if isinstance(a, T) and a.out and not a.absent else None for a in spec]
+
+
+def run_gpu(rt, cuda, k, spec, what):
+    ptrs = [None if isinstance(a, S) or a.absent else cuda.alloc(bytearray(a.data)) for a in spec]
+    try:
+        rt.launch(k, make_args(spec, ptrs), what)
+        cuda.sync()
+        return [bytes(cuda.read(p, a.nbytes)) if isinstance(a, T) and a.out and not a.absent else None
+                for a, p in zip(spec, ptrs)]
+    finally:
+        for p in ptrs:
+            if p:
+                cuda.free(p)
+
+
+# ---- input data ---------------------------------------------------------------------------------
+
+SPECIAL_F32 = [0x00000000, 0x80000000, 0x3F800000, 0xBF800000, 0x00000001, 0x80000001, 0x00800000,
+               0x00400000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7FC12345,
+               0xFFC00001, 0x7F800001, 0xFFA00000, 0x3F000000, 0x40400000, 0x0000B5C2, 0x42F6E979,
+               0xC0E80000, 0x3EAAAAAB, 0xC2FE0000, 0xC2FC0000, 0x42B20000]
+
+
+def f32_bits(v):
+    return struct.unpack("<I", struct.pack("<f", v))[0]
+
+
+def pack_f32(bits_list):
+    return bytearray(struct.pack("<%dI" % len(bits_list), *bits_list))
+
+
+def bf16_of(bits):
+    if (bits & 0x7FFFFFFF) > 0x7F800000:
+        return (bits >> 16) | 0x40
+    return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 & 0xFFFF
+
+
+def float_data(rng, n, dtype, specials=False, scale=1.0):
+    bits = []
+    for i in range(n):
+        if specials and i % 5 == 0:
+            b = SPECIAL_F32[(i // 5) % len(SPECIAL_F32)]
+        else:
+            b = f32_bits(rng.gauss(0.0, 1.0) * scale * (2.0 ** rng.randint(-3, 3)))
+        bits.append(b)
+    if dtype == "f32":
+        return pack_f32(bits)
+    return bytearray(struct.pack("<%dH" % n, *[bf16_of(b) for b in bits]))
+
+
+def strided_float(rng, rows, cols, stride, dtype, specials=False, scale=1.0):
+    """rows x cols floats in storage with row stride `stride` (padding bytes random too)"""
+    flat = float_data(rng, (rows - 1) * stride + cols, dtype, specials, scale)
+    return flat
+
+
+# ---- cases --------------------------------------------------------------------------------------
+
+def product(**axes):
+    keys = list(axes)
+    out = [{}]
+    for k in keys:
+        out = [dict(d, **{k: v}) for d in out for v in axes[k]]
+    return out
+
+
+def cases(rng, specials):
+    """(kind, label, source, kernel, generics, args) for the shipped kernels"""
+    out = []
+    kind = "specials" if specials else "kernels"
+    # batched_transpose: declared T x BX x BY with SA = 16
+    for g in product(T=["u8", "bf16", "f32"], BX=[64, 128], BY=[64, 128]):
+        es = ESIZE[g["T"]]
+        for (B, M, N, sm) in ([(2, 192, 320, 320), (3, 128, 192, 384)] if not specials else [(1, 128, 128, 128)]):
+            x = T(g["T"], [B, M, N], bytearray(rng.randbytes(((B - 1) * M * sm + (M - 1) * sm + N) * es)),
+                  strides=[M * sm, sm, 1])
+            y = T(g["T"], [B, N, M], out=True)
+            gen = ["T=%s" % g["T"], "BX=%d" % g["BX"], "BY=%d" % g["BY"], "SA=16"]
+            out.append((kind, "batched_transpose<%s> %dx%dx%d rs=%d" % (",".join(gen), B, M, N, sm), "kernels",
+                        "batched_transpose", gen, [x, y]))
+    # per_token_cast: declared, plus G == H and packed UE8M0 scales
+    decl = product(T=["bf16", "f32"], H=[576, 2048, 4096, 7168], G=[32, 64, 128], ROUND=["false", "true"])
+    extra = [dict(T="f32", H=576, G=576, ROUND="false"), dict(T="bf16", H=2048, G=2048, ROUND="true")]
+    for i, g in enumerate(decl + extra + [dict(T="bf16", H=576, G=128, ROUND="true", packed=True),
+                                          dict(T="f32", H=2048, G=32, ROUND="true", packed=True)]):
+        if specials and i % 4:
+            continue
+        H, G = g["H"], g["G"]
+        M = 67 if H <= 2048 else 13
+        sx = H * (2 if i % 2 else 1)
+        NG = -(-H // G)
+        Ma = -(-M // 4) * 4
+        x = T(g["T"], [M, H], strided_float(rng, M, H, sx, g["T"], specials, 1.0 if i % 3 else 300.0),
+              strides=[sx, 1])
+        q = T("e4m3", [M, H], out=True)
+        packed = g.get("packed", False)
+        colmajor = i % 2 == 1
+        sf = T("f32", [M, NG], strides=[1, Ma] if colmajor else [NG, 1], out=True, absent=packed)
+        NP, SP = -(-NG // 4), 4 * Ma
+        sfp = T("u8", [NP, SP], out=True, absent=not packed)
+        gen = ["T=%s" % g["T"], "H=%d" % H, "G=%d" % G, "ROUND=%s" % g["ROUND"], "XA=8",
+               "sf=%s" % ("absent" if packed else "present"), "sfp=%s" % ("present" if packed else "absent")]
+        out.append((kind, "per_token_cast<%s> M=%d SX=%d%s" % (",".join(gen), M, sx, " colmajor" if colmajor else ""),
+                     "kernels", "per_token_cast", gen, [x, q, sf, sfp]))
+    # topk_gate: declared E x K
+    for g in product(E=[16, 32, 36, 64, 72, 96, 108, 128, 144, 256], K=[6, 8]):
+        if specials and g["K"] == 8:
+            continue
+        Tn, E = 37, g["E"]
+        vals = []
+        for t in range(Tn):
+            for e in range(E):
+                if specials and (t * E + e) % 7 == 0:
+                    vals.append(SPECIAL_F32[(t + e) % len(SPECIAL_F32)])
+                elif t % 4 == 1:
+                    vals.append(f32_bits(float(rng.randint(-1, 1))))  # ties
+                elif t % 4 == 2 and rng.random() < 0.7:
+                    vals.append(0xFF800000)  # -inf
+                else:
+                    vals.append(f32_bits(rng.gauss(0, 1)))
+        s = T("f32", [Tn, E], pack_f32(vals))
+        idx = T("i64", [Tn, g["K"]], out=True)
+        gen = ["E=%d" % E, "K=%d" % g["K"]]
+        out.append((kind, "topk_gate<%s>" % ",".join(gen), "kernels", "topk_gate", gen, [s, idx]))
+    # engram_hash: declared MN x B
+    if not specials:
+        for g in product(MN=[2, 3, 4], B=[4, 8]):
+            MN, B, Tn, L = g["MN"], g["B"], 45, 2
+            NC = (MN - 1) * B
+            ids = [rng.randint(-100000, 100000) for _ in range(Tn * MN)]
+            mult = [rng.randint(-2 ** 62, 2 ** 62) for _ in range(L * MN)]
+            vocab = [rng.choice([1, 2, 3, rng.randint(100000, 999999)]) for _ in range(L * NC)]
+            offs = []
+            for l in range(L):
+                acc = 0
+                for c in range(NC):
+                    offs.append(acc)
+                    acc = (acc + vocab[l * NC + c]) & 0x7FFFFFFF
+            args = [T("i32", [Tn, MN], bytearray(struct.pack("<%di" % len(ids), *ids))),
+                    T("i64", [L, MN], bytearray(struct.pack("<%dq" % len(mult), *mult))),
+                    T("i32", [L, MN - 1, B], bytearray(struct.pack("<%di" % len(vocab), *vocab))),
+                    T("i32", [L, NC], bytearray(struct.pack("<%di" % len(offs), *offs))),
+                    T("i32", [L, Tn, NC], out=True)]
+            gen = ["MN=%d" % MN, "B=%d" % B]
+            out.append((kind, "engram_hash<%s>" % ",".join(gen), "kernels", "engram_hash", gen, args))
+    # mhc_sinkhorn: the declared specialisation and other round counts
+    for rep in ([10, 1, 3] if not specials else [10]):
+        N = 70
+        x = T("f32", [N, 4, 4], float_data(rng, N * 16, "f32", specials, 3.0))
+        o = T("f32", [N, 4, 4], out=True)
+        gen = ["H=4", "BLOCK=32", "REPEAT=%d" % rep]
+        out.append((kind, "mhc_sinkhorn<%s>" % ",".join(gen), "kernels", "mhc_sinkhorn", gen,
+                    [x, o, S("f32", 1e-6)]))
+    return out
+
+
+def probe_cases(rng):
+    sp = SPECIAL_F32
+    a = [x for x in sp for _ in sp]
+    b = [y for _ in sp for y in sp]
+    n = len(a)
+    out = [("probes", "probe_arith (+ - * / fma sqrt neg abs min max on special pairs)", "probe", "probe_arith", [],
+            [T("f32", [n], pack_f32(a)), T("f32", [n], pack_f32(b)), T("f32", [n, 10], out=True)])]
+    xs = sp + [f32_bits(v) for v in (-127.5, -126.3, -140.0, -149.9, 88.7, 89.0, -87.3, -103.9)] + \
+        [f32_bits(rng.uniform(-150, 130)) for _ in range(4000)]
+    out.append(("probes", "probe_math (exp exp2 rsqrt sigmoid floor rint)", "probe", "probe_math", [],
+                [T("f32", [len(xs)], pack_f32(xs)), T("f32", [len(xs), 6], out=True)]))
+    ds = [struct.unpack("<d", struct.pack("<Q", q))[0] for q in (0x7FF8000000000000, 0x7FF0000000000001,
+                                                                   0xFFF8000000012345, 0x0000000000000001)]
+    ds += [rng.uniform(-1e38, 1e38) for _ in range(len(sp) - len(ds))]
+    out.append(("probes", "probe_cvt (f32->f64, f64->f32, bf16, f16, i32 of specials)", "probe", "probe_cvt", [],
+                [T("f32", [len(sp)], pack_f32(sp)), T("f64", [len(sp)], bytearray(struct.pack("<%dd" % len(ds), *ds))),
+                 T("f64", [len(sp)], out=True), T("f32", [len(sp)], out=True), T("u16", [len(sp), 2], out=True),
+                 T("i32", [len(sp), 2], out=True)]))
+    acc0 = [0x00000000, 0x00000001, 0x80000000, 0x007FFFFF, 0x3F800000] * 8
+    adds = [0x00000001, 0x00000000, 0x80000001, 0x00000001, 0x00400000] * 8
+    out.append(("probes", "probe_atomic (atomic_add with subnormals, global and shared)", "probe", "probe_atomic",
+                [], [T("f32", [len(adds)], pack_f32(adds)), T("f32", [len(acc0)], pack_f32(acc0), out=True),
+                     T("f32", [len(acc0)], pack_f32(acc0), out=True)]))
+    return out
+
+
+# ---- comparing ----------------------------------------------------------------------------------
+
+def describe(spec, gpu, emu):
+    """the first differing element of each output"""
+    notes = []
+    for a, g, e in zip(spec, gpu, emu):
+        if g is None or g == e:
+            continue
+        es = ESIZE[a.dtype]
+        nd = sum(1 for i in range(0, len(g), es) if g[i:i + es] != e[i:i + es])
+        first = next(i for i in range(0, len(g), es) if g[i:i + es] != e[i:i + es])
+        notes.append("%d of %d %s elements differ; first at element %d: gpu %s, emu %s" % (
+            nd, len(g) // es, a.dtype, first // es, g[first:first + es][::-1].hex(), e[first:first + es][::-1].hex()))
+    return notes
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dist", default="dist", help="install tree (lib/libtilec_runtime.so, share/tilec/kernels.tl)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cpu-only", action="store_true", help="run only the emulator half (no GPU needed)")
+    ap.add_argument("-k", default="", help="only cases whose label contains this text")
+    args = ap.parse_args()
+    here = os.path.dirname(os.path.abspath(__file__))
+    sources = {"kernels": os.path.join(args.dist, "share", "tilec", "kernels.tl"),
+               "probe": os.path.join(here, "emu_probe.tl")}
+    try:
+        lib = load_runtime(args.dist)
+        cuda = None if args.cpu_only else Cuda()
+        gpu = None if args.cpu_only else Runtime(lib, False, sources)
+        emu = Runtime(lib, True, sources)
+    except (OSError, RuntimeError) as e:
+        print("setup failed:", e)
+        return 2
+    print("device: %s; emulator MUFU tables: %s" % ("none (--cpu-only)" if args.cpu_only else cuda.name,
+                                                    os.environ.get("TILEC_EMU_MUFU", "none (the model)")))
+    rng = random.Random(args.seed)
+    all_cases = cases(rng, False) + cases(rng, True) + probe_cases(rng)
+    results = {"kernels": [0, 0], "specials": [0, 0], "probes": [0, 0]}
+    t0 = time.time()
+    for kind, label, src, name, gen, spec in all_cases:
+        if args.k and args.k not in label:
+            continue
+        try:
+            out_e = run_cpu(emu, emu.kernel(src, name, gen), [copy_arg(a) for a in spec], label)
+            if args.cpu_only:
+                results[kind][0] += 1
+                continue
+            out_g = run_gpu(gpu, cuda, gpu.kernel(src, name, gen), [copy_arg(a) for a in spec], label)
+        except RuntimeError as e:
+            results[kind][1] += 1
+            print("ERROR  %-8s %s\n       %s" % (kind, label, str(e).replace("\n", "\n       ")))
+            continue
+        notes = describe(spec, out_g, out_e)
+        results[kind][0 if not notes else 1] += 1
+        if notes:
+            print("DIFF   %-8s %s" % (kind, label))
+            for n in notes:
+                print("       " + n)
+        elif kind == "probes":
+            print("same   %-8s %s" % (kind, label))
+    print("\n%.1f s" % (time.time() - t0))
+    for kind, (ok, bad) in results.items():
+        print("%-9s %4d identical%s, %d different or failed" % (kind, ok, " (emulator ran)" if args.cpu_only else "",
+                                                                bad))
+    return 0 if results["kernels"][1] == 0 and results["specials"][1] == 0 else 1
+
+
+def copy_arg(a):
+    if isinstance(a, S):
+        return a
+    c = T.__new__(T)
+    c.__dict__.update(a.__dict__)
+    c.data = bytearray(a.data)
+    return c
+
+
+if __name__ == "__main__":
+    sys.exit(main())
