@@ -318,10 +318,14 @@ def cases(rng, specials):
         sf = T("f32", [M, NG], strides=[1, Ma] if colmajor else [NG, 1], out=True, absent=packed)
         NP, SP = -(-NG // 4), 4 * Ma
         sfp = T("u8", [NP, SP], out=True, absent=not packed)
-        gen = ["T=%s" % g["T"], "H=%d" % H, "G=%d" % G, "ROUND=%s" % g["ROUND"], "XA=8",
-               "sf=%s" % ("absent" if packed else "present"), "sfp=%s" % ("present" if packed else "absent")]
+        gen = ["T=%s" % g["T"], "O=e4m3", "H=%d" % H, "G=%d" % G, "ROUND=%s" % g["ROUND"], "XA=8", "out=present",
+               "sf=%s" % ("absent" if packed else "present"), "sfp=%s" % ("present" if packed else "absent"),
+               "psf=absent", "isf=absent", "isfp=absent"]
+        psf = T("f32", [M, NG], absent=True)
+        isf = T("f32", [M, H], absent=True)
+        isfp = T("u8", [1, 1], absent=True)
         out.append((kind, "per_token_cast<%s> M=%d SX=%d%s" % (",".join(gen), M, sx, " colmajor" if colmajor else ""),
-                     "kernels", "per_token_cast", gen, [x, q, sf, sfp]))
+                     "kernels", "per_token_cast", gen, [x, q, sf, sfp, psf, isf, isfp]))
     # topk_gate: declared E x K
     for g in product(E=[16, 32, 36, 64, 72, 96, 108, 128, 144, 256], K=[6, 8]):
         if specials and g["K"] == 8:
@@ -422,6 +426,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cpu-only", action="store_true", help="run only the emulator half (no GPU needed)")
     ap.add_argument("-k", default="", help="only cases whose label contains this text")
+    ap.add_argument("--dump", metavar="DIR", help="write the inputs and both devices' outputs of every probe case "
+                    "that differs (up to 2 MiB of data) into DIR: <kind>_<n>.txt says what it is, "
+                    "<kind>_<n>.{in,gpu,emu}.<arg>.bin hold the bytes; for fixing the emulator offline")
     args = ap.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
     sources = {"kernels": os.path.join(args.dist, "share", "tilec", "kernels.tl"),
@@ -439,6 +446,7 @@ def main():
     rng = random.Random(args.seed)
     all_cases = cases(rng, False) + cases(rng, True) + probe_cases(rng)
     results = {"kernels": [0, 0], "specials": [0, 0], "probes": [0, 0]}
+    dumped = [0]
     t0 = time.time()
     for kind, label, src, name, gen, spec in all_cases:
         if args.k and args.k not in label:
@@ -454,6 +462,9 @@ def main():
             print("ERROR  %-8s %s\n       %s" % (kind, label, str(e).replace("\n", "\n       ")))
             continue
         notes = describe(spec, out_g, out_e)
+        if notes and args.dump and sum(len(a.data) for a in spec if isinstance(a, T) and not a.absent) < (2 << 20):
+            dump_case(args.dump, "%s_%d" % (kind, dumped[0]), label, spec, out_g, out_e)
+            dumped[0] += 1
         results[kind][0 if not notes else 1] += 1
         if notes:
             print("DIFF   %-8s %s" % (kind, label))
@@ -466,6 +477,25 @@ def main():
         print("%-9s %4d identical%s, %d different or failed" % (kind, ok, " (emulator ran)" if args.cpu_only else "",
                                                                 bad))
     return 0 if results["kernels"][1] == 0 and results["specials"][1] == 0 else 1
+
+
+def dump_case(d, name, label, spec, gpu, emu):
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name + ".txt"), "w") as f:
+        f.write(label + "\n")
+        for i, a in enumerate(spec):
+            if isinstance(a, T):
+                f.write("arg %d: %s %s%s\n" % (i, a.dtype, a.shape, " out" if a.out else ""))
+            else:
+                f.write("arg %d: scalar\n" % i)
+    for i, a in enumerate(spec):
+        if isinstance(a, T) and not a.absent:
+            with open(os.path.join(d, "%s.in.%d.bin" % (name, i)), "wb") as f:
+                f.write(bytes(a.data))
+        for tag, outs in (("gpu", gpu), ("emu", emu)):
+            if outs[i] is not None:
+                with open(os.path.join(d, "%s.%s.%d.bin" % (name, tag, i)), "wb") as f:
+                    f.write(outs[i])
 
 
 def copy_arg(a):

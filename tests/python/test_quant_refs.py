@@ -95,3 +95,21 @@ def test_fused_and_swiglu_references():
     assert xg.shape == (p2t.numel(), 2 * hh) and wg.shape == (t, 4) and torch.all(wg.view(-1)[ptt[ptt >= 0].long()] != 0)
     o2, s2 = R.per_channel_cast_fused(torch.randn(t, hh), 128, None, False, p2t)
     assert o2.shape == (p2t.numel(), hh) and s2.shape == ((p2t.numel() + 127) // 128, hh)
+
+
+@pytest.mark.parametrize("flags", [(False, False, False), (True, False, False), (True, True, True)])
+@pytest.mark.parametrize("fmt", ["e4m3", "e2m1"])
+def test_references_take_zero_rows(fmt, flags):
+    """T = 0 in every scale layout: cast, cast of quantised input, cast back, and e5m6 (the GPU
+    run found the packed layout failing on empty views)."""
+    col, rnd, packed = flags
+    kw = dict(use_tma_aligned_col_major_sf=col, round_sf=rnd, use_packed_ue8m0=packed)
+    x = torch.randn(0, 576).to(torch.bfloat16)
+    q, sf = R.cast(x, fmt, (1, 128), **kw)
+    assert q.shape[0] == 0 and sf.shape == (0, 5 if not packed else 2)
+    assert R.cast_back((q, sf), "fp32", (1, 128)).shape == (0, 576)
+    q2 = R.cast(x, fmt, (32, 32), **kw)
+    out, sf2 = R.cast(q2, "e4m3", (1, 32), x_block_size=(32, 32), **kw)
+    assert out.shape == (0, 576) and sf2.shape[0] == 0
+    e, esf = RQ.cast_to_e5m6(x, 576, **kw)
+    assert RQ.cast_back_from_e5m6((e, esf), "fp32", (1, 576)).shape == (0, 576)

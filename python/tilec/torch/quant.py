@@ -94,7 +94,7 @@ def _decode_sf(sf: torch.Tensor, nk: int) -> torch.Tensor:
     """An sf tensor in any of the §1.4 layouts -> f32 (nm, nk)."""
     if sf.dtype == torch.int32:  # packed UE8M0: byte k % 4 of word (m, k // 4)
         words = torch.empty(sf.shape, dtype=torch.int32, device=sf.device).copy_(sf)  # row-major, any view
-        b = words.view(torch.uint8).view(sf.shape[0], -1)[:, :nk].to(torch.int32)
+        b = words.view(torch.uint8).view(sf.shape[0], sf.shape[1] * 4)[:, :nk].to(torch.int32)
         return (b << 23).view(torch.float32)
     return sf.float()[:, :nk]
 
@@ -125,6 +125,8 @@ def _layout_sf(dq: torch.Tensor, use_tma_aligned_col_major_sf: bool, use_packed_
     rows4 = _ceil_div(nm, 4) * 4
     if use_packed_ue8m0:
         words = _ceil_div(nk, 4)
+        if rows4 == 0:  # no rows: nothing to pack (a byte view of an empty tensor cannot become int32)
+            return torch.zeros((words, 0), dtype=torch.int32, device=dq.device)[:, :nm].T
         e = torch.zeros((words * 4, rows4), dtype=torch.uint8, device=dq.device)
         e[:nk, :nm] = (dq.view(torch.int32) >> 23).to(torch.uint8).T
         # word (m, p) holds bytes (m, 4p + b), b = 0..3, little-endian
@@ -219,7 +221,7 @@ def _unpack_e5m6(x: torch.Tensor) -> torch.Tensor:
     w = b[..., 0] | (b[..., 1] << 8) | (b[..., 2] << 16) | (b[..., 3] << 24)
     w0, w1, w2 = w[..., 0], w[..., 1], w[..., 2]
     f = [(w0 >> 16), (w0 >> 4), (w0 << 8) | (w1 >> 24), (w1 >> 12), w1, (w1 << 12) | (w2 >> 20), (w2 >> 8), (w2 << 4)]
-    h = torch.stack([v & 0xFFF0 for v in f], dim=-1).view(T, -1)
+    h = torch.stack([v & 0xFFF0 for v in f], dim=-1).view(T, P // 12 * 8)
     h = torch.where(h >= 0x8000, h - 0x10000, h).to(torch.int16)
     return h.view(torch.float16).float()
 

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Everything the H200 checks, in two parts that each fit one device call (run from the repository
+# root with the install tree ./dist carried along):
+#   scripts/gpu_all.sh tests   the GPU test files in four parallel pytest processes (the JIT is
+#                              CPU-bound; they share the disk cache), the emulator-vs-GPU
+#                              comparison, compute-sanitizer memcheck on small subsets
+#   scripts/gpu_all.sh bench   launch overhead, bandwidth benchmarks of every family (against the
+#                              copy ceiling and torch.compile), JIT compile latency
+# Both parts in one call: scripts/gpu_all.sh tests bench. Logs (as logs.tgz), the benchmark JSON
+# and summary.txt go to $OUT. Each step has a time limit so that one slow step cannot take the
+# whole call.
+set -u
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+export TILEC_DIST=$PWD/dist PYTHONPATH=$PWD/dist/python TILEC_CACHE_DIR=${TILEC_CACHE_DIR:-/tmp/tilec-cache}
+export PYTHONUNBUFFERED=1
+PYTEST="python3 -m pytest -q -p no:cacheprovider"
+summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
+elapsed() { echo $(( $(date +%s) - $1 )); }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c "import torch, tilec; print('torch', torch.__version__, 'tilec', tilec.__version__)" 2>&1 | tee -a "$OUT/gpu.txt"
+
+run_tests() {
+  local t0=$(date +%s)
+  declare -A groups=(
+    [main]="tests/gpu/test_transpose.py tests/gpu/test_per_token_cast.py"
+    [quant1]="tests/gpu/test_quant_per_token.py tests/gpu/test_quant_per_block.py"
+    [quant2]="tests/gpu/test_quant_cast_back.py tests/gpu/test_quant_per_channel.py tests/gpu/test_quant_swiglu.py"
+    [moe]="tests/gpu/test_moe_gate.py tests/gpu/test_moe_fused.py tests/gpu/test_moe_utils.py"
+  )
+  for g in "${!groups[@]}"; do
+    ( timeout 400 $PYTEST ${groups[$g]} > "$OUT/pytest_$g.log" 2>&1; echo $? > "$OUT/pytest_$g.rc" ) &
+  done
+  wait
+  for g in main quant1 quant2 moe; do
+    summary "pytest $g: exit $(cat "$OUT/pytest_$g.rc") — $(tail -1 "$OUT/pytest_$g.log")"
+    grep -E "^(FAILED|ERROR)" "$OUT/pytest_$g.log" | head -15 | tee -a "$OUT/summary.txt"
+  done
+  summary "tests took $(elapsed $t0) s"
+
+  t0=$(date +%s)
+  timeout 120 python3 tests/gpu/emu_vs_gpu.py --dist dist --dump "$OUT/emu_dump" > "$OUT/emu_vs_gpu.log" 2>&1
+  summary "emu_vs_gpu: exit $? in $(elapsed $t0) s — $(tail -3 "$OUT/emu_vs_gpu.log" | tr '\n' ' ')"
+
+  t0=$(date +%s)
+  local MC="timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9"
+  ( $MC $PYTEST tests/gpu/test_transpose.py tests/gpu/test_per_token_cast.py -k "4032 and 576 or 4001 and 576 and 128" \
+      > "$OUT/memcheck_main.log" 2>&1; echo $? > "$OUT/memcheck_main.rc" ) &
+  ( $MC $PYTEST tests/gpu/test_moe_gate.py tests/gpu/test_moe_fused.py tests/gpu/test_moe_utils.py -k small \
+      > "$OUT/memcheck_moe.log" 2>&1; echo $? > "$OUT/memcheck_moe.rc" ) &
+  ( $MC $PYTEST tests/gpu/test_quant_per_token.py tests/gpu/test_quant_per_block.py tests/gpu/test_quant_cast_back.py \
+      tests/gpu/test_quant_per_channel.py tests/gpu/test_quant_swiglu.py -k \
+      "(test_float_input and 4001-576 and e2m1 and col1) or (test_e5m6 and 4001-576 and bfloat16) or \
+       (test_per_block_cast and 4001-576 and e2m1-block1) or (test_per_channel_cast and 4096-576) or \
+       (test_swiglu_backward and topk2 and 2048 and 32-True-0.5)" \
+      > "$OUT/memcheck_quant.log" 2>&1; echo $? > "$OUT/memcheck_quant.rc" ) &
+  wait
+  for g in main quant moe; do
+    summary "memcheck $g: exit $(cat "$OUT/memcheck_$g.rc") — $(grep -E "ERROR SUMMARY" "$OUT/memcheck_$g.log" | tail -1) $(tail -1 "$OUT/memcheck_$g.log")"
+  done
+  summary "memcheck took $(elapsed $t0) s"
+}
+
+run_bench() {
+  local t0=$(date +%s)
+  timeout 60 python3 bench/launch_overhead.py > "$OUT/launch.log" 2>&1
+  summary "launch_overhead exit $?"; cat "$OUT/launch.log" >> "$OUT/summary.txt"
+  timeout 170 python3 bench/bench_gpu.py --json "$OUT/bench_gpu.json" > "$OUT/bench_gpu.log" 2>&1
+  summary "bench_gpu exit $? ($(elapsed $t0) s so far)"
+  timeout 170 python3 bench/bench_quant.py --json "$OUT/bench_quant.json" > "$OUT/bench_quant.log" 2>&1
+  summary "bench_quant exit $? ($(elapsed $t0) s so far)"
+  timeout 150 python3 bench/bench_moe.py --json "$OUT/bench_moe.json" > "$OUT/bench_moe.log" 2>&1
+  summary "bench_moe exit $? ($(elapsed $t0) s so far)"
+  timeout 120 python3 bench/compile_speed.py --dist dist --limit 40 > "$OUT/compile_speed.log" 2>&1
+  summary "compile_speed exit $? ($(elapsed $t0) s in all)"
+  cat "$OUT/compile_speed.log" >> "$OUT/summary.txt"
+}
+
+for part in "${@:-tests}"; do
+  case "$part" in
+    tests) run_tests ;;
+    bench) run_bench ;;
+    *) echo "usage: scripts/gpu_all.sh tests|bench ..." >&2; exit 2 ;;
+  esac
+done
+# the device tool brings back a few files: logs and dumps travel as one archive
+( cd "$OUT" && tar czf logs.tgz --remove-files $(ls | grep -vE '^(summary.txt|logs.tgz|.*\.json)$') )
+cat "$OUT/summary.txt"
