@@ -409,6 +409,15 @@ uint32_t tl_num_exp2_cr(uint32_t x)
     double xd = xf;
     double i = floor(xd), f = xd - i;    /* both exact */
     double margin;
+    if (i >= -126) {
+        /* normal result (the common case, kept cheap for the emulator): 2^f in [1,2) in
+         * units of 2^-23, rounded unless within 2^-12 of a tie (as below) */
+        double s = exp2(f) * 0x1p23, n = floor(s), g = s - n - 0.5;
+        if (fabs(g) > 0x1p-12) {
+            uint32_t m = (uint32_t)n + (g > 0);   /* 2^23 .. 2^24: a carry bumps the exponent */
+            return ((uint32_t)((int)i + 127) << 23) + (m - 0x800000u);
+        }
+    }
     /* fast estimate: a libm exp2 within 2^-40 relative leaves at most 2^-16 f32 spacings of
      * doubt; anything closer to a boundary than 2^-12 goes to the double-double path */
     uint32_t r = round_pos_to_f32(exp2(f), 0, (int)i, &margin);
@@ -459,6 +468,10 @@ uint32_t tl_num_rsqrt_cr(uint32_t x)
 /* ------------------------------------------------------------------------------------ */
 /* MUFU models and tables */
 
+/* the header's cut field (numerics.h) */
+enum { MUFU_CUT_FLOOR, MUFU_CUT_ZERO, MUFU_CUT_NEAREST, MUFU_CUT_ONES,
+       MUFU_CUT_SIGNMAG = 100 /* the model's rule, never in a file */ };
+
 typedef struct MufuTable {
     unsigned index_bits, bits, cut;
     int32_t delta_min;
@@ -466,7 +479,7 @@ typedef struct MufuTable {
     size_t payload_bytes;
 } MufuTable;
 
-static MufuTable *g_mufu[3];   /* indexed by kind: 1 ex2, 2 rsqrt */
+static MufuTable *g_mufu[4];   /* indexed by kind: 1 ex2, 2 rsqrt, 3 ex2 of -f */
 
 static int32_t mufu_delta(const MufuTable *t, uint64_t i)
 {
@@ -488,33 +501,78 @@ static double rint_even(double s)
     return fl;
 }
 
-static uint32_t ex2_eval(uint32_t x, const MufuTable *t)
+/* 2^k as a double, for -1022 <= k <= 1023 (cheaper than ldexp on the emulator's hot path) */
+static double pow2i(int k)
+{
+    uint64_t b = (uint64_t)(1023 + k) << 52;
+    double d;
+    memcpy(&d, &b, 8);
+    return d;
+}
+
+/* 2^(sign * idx / 2^nb) as the unit produces it for a grid point: the correctly rounded
+ * value, plus the table's delta when there is a table */
+static uint32_t ex2_grid(uint64_t idx, unsigned nb, bool neg, const MufuTable *t)
+{
+    float f = (float)((double)idx * pow2i(-(int)nb));   /* exact: idx < 2^24 */
+    uint32_t y = tl_num_exp2_cr(tl_num_bits(neg ? -f : f));
+    return t ? (uint32_t)((int32_t)y + mufu_delta(t, idx)) : y;
+}
+
+/* y * 2^scale for a normal y, flushed to +0 below 2^-126 */
+static uint32_t ex2_scale(uint32_t y, int scale)
+{
+    int e = (int)(y >> 23) + scale;
+    if (e <= 0)
+        return 0;
+    if (e >= 255)
+        return F32_INF;
+    return (uint32_t)e << 23 | (y & 0x7FFFFFu);
+}
+
+/* pos: the kind 1 table (or NULL: the model), neg: the kind 3 table (or NULL) */
+static uint32_t ex2_eval(uint32_t x, const MufuTable *pos, const MufuTable *negt)
 {
     if (f32_is_nan(x))
         return F32_NAN;
     if ((x & 0x7F800000u) == 0)
         x = 0;                           /* ftz: subnormals are ±0, which read table entry 0 */
-    if (x == F32_INF)
-        return F32_INF;
     float xf = tl_num_float(x);
     if (xf >= 128.0f)
         return F32_INF;
     if (xf < -200.0f)
         return 0;
-    unsigned nb = t ? t->index_bits : 23, cut = t ? t->cut : 0;
-    double s = ldexp((double)xf, (int)nb);
-    double qs = cut == 0 ? floor(s) : cut == 1 ? trunc(s) : rint_even(s);
-    double ip = floor(ldexp(qs, -(int)nb));         /* integer part of the cut input */
-    uint64_t idx = (uint64_t)(qs - ldexp(ip, (int)nb));
-    uint32_t y = tl_num_exp2_cr(tl_num_bits((float)ldexp((double)idx, -(int)nb)));
-    if (t)
-        y = (uint32_t)((int32_t)y + mufu_delta(t, idx));
-    int e = (int)(y >> 23) + (int)ip;
-    if (e <= 0)
-        return 0;                        /* ftz: results below 2^-126 become +0 */
-    if (e >= 255)
-        return F32_INF;
-    return (uint32_t)e << 23 | (y & 0x7FFFFFu);
+    bool neg = x >> 31;
+    unsigned nb = pos ? pos->index_bits : 23, cut = pos ? pos->cut : MUFU_CUT_SIGNMAG;
+    if (neg && negt) {                   /* sign-magnitude with measured ex2(-f) */
+        nb = negt->index_bits;
+        cut = MUFU_CUT_SIGNMAG;
+    }
+    if (cut == MUFU_CUT_FLOOR || cut == MUFU_CUT_NEAREST) {
+        /* q = x cut to nb fraction bits, split as q = i + f with i = floor(q) */
+        double s = (double)xf * pow2i((int)nb);
+        double qs = cut == MUFU_CUT_FLOOR ? floor(s) : rint_even(s);
+        double ip = floor(qs * pow2i(-(int)nb));
+        uint64_t idx = (uint64_t)(qs - ip * pow2i((int)nb));
+        return ex2_scale(ex2_grid(idx, nb, false, pos), (int)ip);
+    }
+    /* |x| cut toward zero to n + f/2^nb (|x| < 2^8, so m < 2^32) */
+    uint64_t m = (uint64_t)((double)fabsf(xf) * pow2i((int)nb));   /* conversion truncates */
+    uint64_t f = m & (((uint64_t)1 << nb) - 1);
+    int n = (int)(m >> nb);
+    if (!neg)
+        return ex2_scale(ex2_grid(f, nb, false, pos), n);
+    if (cut == MUFU_CUT_SIGNMAG)
+        return ex2_scale(ex2_grid(f, nb, true, negt), -n);
+    if (cut == MUFU_CUT_ONES) {          /* the fraction bits inverted, one exponent lower */
+        if (f == 0)
+            return ex2_scale(F32_ONE, -n);   /* an integer input is exact */
+        return ex2_scale(ex2_grid((((uint64_t)1 << nb) - 1) - f, nb, false, pos), -n - 1);
+    }
+    /* toward zero, then the two's complement split: i = -(n+1), fraction 1 - f (f > 0) */
+    if (f == 0)
+        return ex2_scale(ex2_grid(0, nb, false, pos), -n);
+    return ex2_scale(ex2_grid(((uint64_t)1 << nb) - f, nb, false, pos), -n - 1);
 }
 
 static uint32_t rsqrt_eval(uint32_t x, bool ftz, const MufuTable *t)
@@ -552,11 +610,14 @@ static uint32_t rsqrt_eval(uint32_t x, bool ftz, const MufuTable *t)
     return y - ((uint32_t)k << 23);      /* results stay normal: 2^-64 .. 2^75 */
 }
 
-uint32_t tl_num_ex2_approx_ftz_model(uint32_t x) { return ex2_eval(x, NULL); }
+uint32_t tl_num_ex2_approx_ftz_model(uint32_t x) { return ex2_eval(x, NULL, NULL); }
 uint32_t tl_num_rsqrt_approx_model(uint32_t x, bool ftz) { return rsqrt_eval(x, ftz, NULL); }
-uint32_t tl_num_ex2_approx_ftz(uint32_t x) { return ex2_eval(x, g_mufu[1]); }
+uint32_t tl_num_ex2_approx_ftz(uint32_t x) { return ex2_eval(x, g_mufu[1], g_mufu[3]); }
 uint32_t tl_num_rsqrt_approx(uint32_t x, bool ftz) { return rsqrt_eval(x, ftz, g_mufu[2]); }
-bool tl_num_ex2_is_exact(void) { return g_mufu[1] != NULL; }
+bool tl_num_ex2_is_exact(void)
+{
+    return g_mufu[1] && (g_mufu[3] || g_mufu[1]->cut == MUFU_CUT_ONES);
+}
 bool tl_num_rsqrt_is_exact(void) { return g_mufu[2] != NULL; }
 
 uint32_t tl_num_expf(uint32_t xb)
@@ -637,11 +698,17 @@ static void wr32(uint8_t *p, uint32_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* which cuts a kind allows: ex2 any of the four, rsqrt none (0), ex2 of -f toward zero */
+static bool mufu_cut_ok(uint32_t kind, uint32_t cut)
+{
+    return kind == 1 ? cut <= MUFU_CUT_ONES : kind == 2 ? cut == 0 : cut == MUFU_CUT_ZERO;
+}
+
 size_t tl_num_mufu_encode(unsigned kind, unsigned index_bits, unsigned cut,
                           const int32_t *deltas, uint8_t *out, size_t cap)
 {
-    if ((kind != 1 && kind != 2) || index_bits < 1 || index_bits > 24 || cut > 2
-        || (kind == 2 && cut != 0) || !deltas)
+    if (kind < 1 || kind > 3 || index_bits < 1 || index_bits > 24 || !mufu_cut_ok(kind, cut)
+        || !deltas)
         return 0;
     size_t n = (size_t)1 << index_bits;
     int32_t lo = deltas[0], hi = deltas[0];
@@ -703,8 +770,9 @@ int tl_num_mufu_install(const void *blob, size_t len, char *err, size_t errcap)
     uint32_t kind = rd32(p + 8), nb = rd32(p + 12), bits = rd32(p + 16);
     int32_t dmin = (int32_t)rd32(p + 20);
     uint32_t cut = rd32(p + 24), pbytes = rd32(p + 28), hash = rd32(p + 32);
-    if (kind != 1 && kind != 2)
-        return install_fail(err, errcap, "MUFU table: unknown kind %lu (1 = ex2, 2 = rsqrt)",
+    if (kind < 1 || kind > 3)
+        return install_fail(err, errcap,
+                            "MUFU table: unknown kind %lu (1 = ex2, 2 = rsqrt, 3 = ex2 of -f)",
                             (unsigned long)kind);
     if (nb < 1 || nb > 24)
         return install_fail(err, errcap, "MUFU table: index_bits %lu outside 1..24",
@@ -712,7 +780,7 @@ int tl_num_mufu_install(const void *blob, size_t len, char *err, size_t errcap)
     if (bits < 1 || bits > 8)
         return install_fail(err, errcap, "MUFU table: bits_per_entry %lu outside 1..8",
                             (unsigned long)bits);
-    if (cut > 2 || (kind == 2 && cut != 0))
+    if (!mufu_cut_ok(kind, cut))
         return install_fail(err, errcap, "MUFU table: cut %lu invalid for kind %lu",
                             (unsigned long)cut, (unsigned long)kind);
     uint64_t want = (((uint64_t)1 << nb) * bits + 7) / 8;
@@ -741,7 +809,7 @@ int tl_num_mufu_install(const void *blob, size_t len, char *err, size_t errcap)
 
 void tl_num_mufu_uninstall(unsigned kind)
 {
-    if (kind != 1 && kind != 2)
+    if (kind < 1 || kind > 3)
         return;
     if (g_mufu[kind]) {
         free(g_mufu[kind]->payload);

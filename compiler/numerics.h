@@ -179,12 +179,13 @@ uint32_t tl_num_exp2_cr(uint32_t x);
 /* 1/sqrt(x) correctly rounded (x < 0 -> 0x7FFFFFFF, ±0 -> ±inf, +inf -> +0). Reference. */
 uint32_t tl_num_rsqrt_cr(uint32_t x);
 
-/* MODEL of `ex2.approx.ftz.f32` (MUFU.EX2). Not bit-exact: the hardware's table and
- * interpolation are unknown here. Model: subnormal inputs -> ±0 -> 1.0; NaN -> 0x7FFFFFFF;
- * x >= 128 -> +inf; otherwise x is cut to a fixed-point value q = floor(x * 2^23) / 2^23,
- * split into q = i + f (i integer, 0 <= f < 1), and the result is 2^i * CR(2^f) with CR the
- * correctly rounded value; results below 2^-126 flush to +0. The real unit differs by a few
- * ulp (about 2 at most; tests/gpu/numerics/mufu_dump.cu measures it). */
+/* MODEL of `ex2.approx.ftz.f32` (MUFU.EX2), structured as the H200 measurements show the
+ * unit works but with correctly rounded values in place of the unit's own (which only the
+ * tables below hold): subnormal inputs -> ±0 -> 1.0; NaN -> 0x7FFFFFFF; x >= 128 -> +inf;
+ * otherwise |x| is cut toward zero to 23 fraction bits, |x| -> n + f (n integer, 0 <= f < 1),
+ * and the result is 2^n * CR(2^f) for x >= 0, 2^-n * CR(2^-f) for x < 0 (sign-magnitude),
+ * CR = correctly rounded; results below 2^-126 flush to +0. The unit differs by about an
+ * ulp (tests/gpu/numerics/mufu_dump.cu measures it). */
 uint32_t tl_num_ex2_approx_ftz_model(uint32_t x);
 /* MODEL of `rsqrt.approx.f32` (MUFU.RSQ, subnormal inputs honoured) and of
  * `rsqrt.approx.ftz.f32`: the correctly rounded 1/sqrt(x) (the ftz form first flushes
@@ -192,11 +193,13 @@ uint32_t tl_num_ex2_approx_ftz_model(uint32_t x);
 uint32_t tl_num_rsqrt_approx_model(uint32_t x, bool ftz);
 
 /* `ex2.approx.ftz.f32` and `rsqrt.approx{.ftz}.f32` as well as known: the model above, or,
- * once a table is installed (tl_num_mufu_install), the table's values — bit-exact for a table
- * that mufu_dump wrote and verified on the hardware. */
+ * once tables are installed (tl_num_mufu_install), the tables' values — bit-exact for tables
+ * that mufu_dump wrote and verified on the hardware. ex2 needs the kind 1 table for x >= 0,
+ * and for x < 0 either the kind 3 table or a kind 1 table with cut 3 (see the format). */
 uint32_t tl_num_ex2_approx_ftz(uint32_t x);
 uint32_t tl_num_rsqrt_approx(uint32_t x, bool ftz);
-/* Whether tl_num_ex2_approx_ftz / tl_num_rsqrt_approx are backed by a measured table. */
+/* Whether tl_num_ex2_approx_ftz (every input) / tl_num_rsqrt_approx are backed by measured
+ * tables: ex2 when a kind 1 table is installed with cut 3, or with a kind 3 table. */
 bool tl_num_ex2_is_exact(void);
 bool tl_num_rsqrt_is_exact(void);
 
@@ -219,26 +222,33 @@ uint32_t tl_num_log1pf(uint32_t x);
 /* ---- MUFU tables (written by tests/gpu/numerics/mufu_dump.cu) ----
  * A table file, little-endian:
  *   0  char[8] magic "TLMUFU01"
- *   8  u32 kind: 1 = ex2.approx.ftz.f32, 2 = rsqrt.approx.f32
+ *   8  u32 kind: 1 = ex2.approx.ftz.f32 on [0,1), 2 = rsqrt.approx.f32,
+ *      3 = ex2.approx.ftz.f32 on (-1,0]
  *  12  u32 index_bits N (entries = 2^N)
  *  16  u32 bits_per_entry B (1..8)
  *  20  i32 delta_min
- *  24  u32 cut: ex2 only, how the input is cut to N fraction bits (0 floor, 1 toward zero,
- *      2 nearest even); 0 for rsqrt
+ *  24  u32 cut: how an ex2 input is cut to N fraction bits and split (below); 0 for rsqrt
  *  28  u32 payload_bytes = ceil(2^N * B / 8)
  *  32  u32 FNV-1a 32-bit hash of the payload
  *  36  payload: entry i occupies bits [i*B, i*B+B) of the byte string, least significant
  *      bit first; its value u gives delta = u + delta_min.
- * Meaning of entry i: ex2: the hardware result for the fraction f = i / 2^N, as f32 bits,
- * is tl_num_exp2_cr(f) + delta; rsqrt: for the f32 m with bits 0x3F800000 + (i << (24 - N))
- * (m in [1,4)), the hardware result is tl_num_rsqrt_cr(m) + delta. Other inputs are
- * reduced to these by exponent (ex2: 2^i scaling of the integer part; rsqrt: 4^k).
+ * Meaning of entry i (f32 bits): kind 1: the unit's ex2(i / 2^N) is tl_num_exp2_cr(i / 2^N)
+ * + delta; kind 3: its ex2(-i / 2^N) is tl_num_exp2_cr(-i / 2^N) + delta; kind 2: for the f32
+ * m with bits 0x3F800000 + (i << (24 - N)) (m in [1,4)), rsqrt(m) is tl_num_rsqrt_cr(m) +
+ * delta, and other inputs reduce to these by 4^k (rsqrt(m 4^k) = rsqrt(m) 2^-k).
+ * ex2 inputs reduce to the grid as the kind 1 table's cut says (flush below 2^-126 last):
+ *   0 floor, 1 toward zero, 2 nearest even: q = x cut to N fraction bits, q = i + j/2^N with
+ *     i = floor(q): result 2^i * T1[j] (the split of a two's complement fixed-point number);
+ *   3: |x| cut toward zero to n + f/2^N; x >= 0: 2^n * T1[f]; x < 0: 2^-n when f = 0, else
+ *     2^-(n+1) * T1[2^N - 1 - f] (the fraction bits inverted, one's complement).
+ * A kind 3 table (cut must be 1) takes over every x < 0: |x| cut toward zero to n + f/2^N,
+ * result 2^-n * T3[f] (sign-magnitude).
  * tl_num_mufu_install validates the header and hash and installs the table for the whole
  * process (one per kind; a later install replaces it). The bytes are copied. Returns 0, or
  * -1 with a message in err (when errcap > 0). Not thread-safe against concurrent callers of
  * the functions that use the table. */
 int tl_num_mufu_install(const void *blob, size_t len, char *err, size_t errcap);
-/* Removes the installed table of the given kind (1 or 2), returning to the model. */
+/* Removes the installed table of the given kind (1, 2 or 3), returning to the model. */
 void tl_num_mufu_uninstall(unsigned kind);
 /* Writes a table in the format above from deltas[0 .. 2^index_bits): picks the smallest
  * bits_per_entry that holds max - min. Returns the blob size, or 0 when the arguments are
@@ -246,6 +256,20 @@ void tl_num_mufu_uninstall(unsigned kind);
  * the size fits cap (call with out NULL / cap 0 to get the size). */
 size_t tl_num_mufu_encode(unsigned kind, unsigned index_bits, unsigned cut,
                           const int32_t *deltas, uint8_t *out, size_t cap);
+
+/* ---- Tables built into the library (compiler/numerics_tables.c, not in the GPU programs) ----
+ * The tables measured on an H200, compiler/data/mufu_*.bin, are validated, deflated and
+ * compiled into libtilec at build time (numerics_embed; compiler/data/README.md says where
+ * they come from). tl_num_mufu_install_builtin inflates and installs all of them, with
+ * tl_num_mufu_install's rules, which makes tl_num_ex2_approx_ftz, tl_num_rsqrt_approx and
+ * tl_num_expf bit-exact for the H200 with no GPU and no data file. Call it once, before
+ * threads use those functions. Returns the number of tables installed, or -1 with a message
+ * in err; after a failure the tables installed before the failing one stay installed. */
+int tl_num_mufu_install_builtin(char *err, size_t errcap);
+/* The same from an array laid out as numerics_embed writes it: per table u32 raw length,
+ * u32 packed length, u32 name length, the name (no NUL), the zlib stream of the table file;
+ * integers little-endian. */
+int tl_num_mufu_install_packed(const void *data, size_t size, char *err, size_t errcap);
 
 #ifdef __cplusplus
 }

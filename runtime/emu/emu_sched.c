@@ -542,12 +542,18 @@ static long env_long(const char *name, long dflt)
     return v;
 }
 
-/* TILEC_EMU_MUFU=FILE[:FILE]: the measured MUFU tables, installed once per process */
+/* The measured MUFU tables, installed once per process: those built into the library
+ * (compiler/data), then any that TILEC_EMU_MUFU=FILE[:FILE] names, which replace them */
 static pthread_once_t mufu_once = PTHREAD_ONCE_INIT;
 static char mufu_error[512];
 
 static void mufu_install(void)
 {
+    char why[256];
+    if (tl_num_mufu_install_builtin(why, sizeof why) < 0) {
+        snprintf(mufu_error, sizeof mufu_error, "built-in MUFU tables: %s", why);
+        return;
+    }
     const char *env = getenv("TILEC_EMU_MUFU");
     if (!env || !*env)
         return;

@@ -70,11 +70,11 @@ typedef struct tl_emu_launch_config {
     int cooperative;    /* every block resident at once (grid_sync) */
 } tl_emu_launch_config;
 
-/* The MUFU units (ex2.approx.ftz behind exp, rsqrt.approx) are bit-exact only with the tables
- * tests/gpu/numerics/mufu_dump measures on a GPU; without them the emulator uses the numerics
- * library's model, which differs from the hardware by an ulp or two. TILEC_EMU_MUFU=FILE[:FILE]
- * (mufu_ex2.bin, mufu_rsqrt.bin) installs them at the first launch; a file that cannot be read
- * or is malformed fails that launch (TL_EMU_ERROR_INVALID). */
+/* The MUFU units (ex2.approx.ftz behind exp, rsqrt.approx) are bit-exact with the tables
+ * tests/gpu/numerics/mufu_dump measures on a GPU. Those of an H200 (compiler/data) are built
+ * into the library and installed at the first launch; TILEC_EMU_MUFU=FILE[:FILE] (mufu_ex2.bin,
+ * mufu_rsqrt.bin, ...) installs other measurements over them. A file that cannot be read or is
+ * malformed fails that launch (TL_EMU_ERROR_INVALID). */
 
 /* Runs the kernel. params: one pointer per kernel parameter of the ABI (compiler.h: a tensor is
  * a data pointer, its extents and its strides, each a separate parameter), exactly as

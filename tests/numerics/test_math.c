@@ -109,10 +109,10 @@ static void check_models(int *fail)
         uint32_t got = tl_num_ex2_approx_ftz_model(tl_num_bits(x));
         tally_hit(&t, got == want, "ex2 x=%g got %08x want %08x", x, got, want);
     }
-    /* |x| < 1: the input is cut to 23 fraction bits toward -inf first */
+    /* |x| < 1: |x| is cut toward zero to 23 fraction bits first (sign-magnitude) */
     for (int i = 0; i < 2000000; i++) {
         float x = (float)(-1.0 + 2.0 * (double)(rng_next(&s) >> 11) * 0x1p-53);
-        float q = (float)(floor(ldexp((double)x, 23)) * 0x1p-23);
+        float q = (float)(trunc(ldexp((double)x, 23)) * 0x1p-23);
         uint32_t got = tl_num_ex2_approx_ftz_model(tl_num_bits(x));
         uint32_t want = tl_num_exp2_cr(tl_num_bits(q));
         tally_hit(&t, got == want, "ex2 x=%a got %08x want %08x", (double)x, got, want);
@@ -122,7 +122,8 @@ static void check_models(int *fail)
         {0x007FFFFFu, 0x3F800000u}, {0x7F800000u, 0x7F800000u}, {0xFF800000u, 0u},
         {0x7FC00000u, 0x7FFFFFFFu}, {0xC2FC0000u, 0x00800000u} /* 2^-126 */,
         {0xC2FD0000u, 0u} /* 2^-126.5: flushed */, {0x43000000u, 0x7F800000u},
-        {0xBF800000u, 0x3F000000u}, {0xB3800000u, 0x3F7FFFFFu} /* -2^-24 -> cut to -2^-23 */,
+        {0xBF800000u, 0x3F000000u}, {0xB3800000u, 0x3F800000u} /* -2^-24 -> cut to 0 */,
+        {0xB4000000u, 0x3F7FFFFFu} /* -2^-23 */, {0xBF000000u, 0x3F3504F3u} /* -0.5 */,
     };
     for (size_t i = 0; i < sizeof ex2sp / sizeof ex2sp[0]; i++) {
         uint32_t got = tl_num_ex2_approx_ftz_model(ex2sp[i].x);
@@ -208,6 +209,13 @@ static void check_log1pf(int *fail)
     printf("    (worst error %.3Lf ulp)\n", worst);
 }
 
+/* y * 2^sc for a normal y, flushed to +0 below 2^-126 (ex2's exponent path) */
+static uint32_t scaled(uint32_t y, int sc)
+{
+    int e = (int)(y >> 23) + sc;
+    return e <= 0 ? 0 : (uint32_t)e << 23 | (y & 0x7FFFFFu);
+}
+
 /* deltas used for synthetic tables: any fixed pattern that exercises every value */
 static int32_t synth_delta(uint64_t i, int spread, int lo) { return (int32_t)((i * 7 + i / 3) % (uint64_t)spread) + lo; }
 
@@ -218,10 +226,68 @@ static void expect_install_error(Tally *t, const uint8_t *blob, size_t len, cons
     tally_hit(t, rc == -1 && strcmp(err, want) == 0, "want \"%s\", got rc %d \"%s\"", want, rc, err);
 }
 
+/* the two rules for x < 0: a kind 1 table with cut 3 (one's complement of the fraction),
+ * then a kind 3 table (sign-magnitude), which takes over; d1 holds the kind 1 deltas */
+enum { N1 = 12, N2 = 10, N3 = 11 };
+
+static void check_negative_rules(Tally *t, const int32_t *d1)
+{
+    char err[200] = "";
+    size_t n = tl_num_mufu_encode(1, N1, 3, d1, NULL, 0);
+    uint8_t *b = malloc(n);
+    tally_hit(t, n > 0 && tl_num_mufu_encode(1, N1, 3, d1, b, n) == n, "encode cut 3");
+    tally_hit(t, tl_num_mufu_install(b, n, err, sizeof err) == 0, "install cut 3: %s", err);
+    tally_hit(t, tl_num_ex2_is_exact(), "a cut-3 table is complete");
+    int32_t *d3 = malloc(sizeof(int32_t) << N3);
+    for (uint64_t i = 0; i < (1u << N3); i++)
+        d3[i] = synth_delta(i, 4, -1);
+    size_t n3 = tl_num_mufu_encode(3, N3, 1, d3, NULL, 0);
+    uint8_t *b3 = malloc(n3);
+    tally_hit(t, n3 > 0 && tl_num_mufu_encode(3, N3, 1, d3, b3, n3) == n3, "encode kind 3");
+    uint64_t s = 0x0E5;
+    for (int pass = 0; pass < 2; pass++) {
+        unsigned nb = pass == 0 ? N1 : N3;
+        if (pass == 1)
+            tally_hit(t, tl_num_mufu_install(b3, n3, err, sizeof err) == 0, "install kind 3: %s", err);
+        for (int k = 0; k < 200000; k++) {
+            uint64_t r = rng_next(&s);
+            int ip = (int)(r % 140);
+            uint32_t j = (uint32_t)(r >> 8) & ((1u << nb) - 1);
+            if (k < 64)
+                j = k < 32 ? 0 : (1u << nb) - 1;    /* the edges of the fraction */
+            double u = (double)((r >> 40) & 0xFF) / 256.0;
+            double v = -(ip + (j + u) / (1 << nb));
+            float x = (float)v;
+            if ((double)x != v)
+                continue;   /* keep inputs whose cut is known exactly */
+            uint32_t want;
+            if (pass == 1) {
+                want = scaled(tl_num_exp2_cr(tl_num_bits((float)-ldexp(j, -N3))) + (uint32_t)d3[j], -ip);
+            } else if (j == 0) {
+                want = scaled(0x3F800000u, -ip);
+            } else {
+                uint32_t jc = (1u << N1) - 1 - j;
+                want = scaled(tl_num_exp2_cr(tl_num_bits((float)ldexp(jc, -N1))) + (uint32_t)d1[jc], -ip - 1);
+            }
+            uint32_t got = tl_num_ex2_approx_ftz(tl_num_bits(x));
+            tally_hit(t, got == want, "%s x=%a got %08x want %08x", pass ? "kind 3" : "cut 3",
+                      (double)x, got, want);
+        }
+    }
+    /* positive inputs keep using the kind 1 table */
+    tally_hit(t, tl_num_ex2_approx_ftz(0x3F000000u)
+                     == tl_num_exp2_cr(0x3F000000u) + (uint32_t)d1[1u << (N1 - 1)],
+              "ex2(0.5) with both tables");
+    tl_num_mufu_uninstall(3);
+    tally_hit(t, tl_num_ex2_is_exact(), "the cut-3 table alone after removing kind 3");
+    free(b);
+    free(b3);
+    free(d3);
+}
+
 static void check_tables(int *fail)
 {
     Tally t = {"MUFU table encode/install/apply", 0, 0, {{0}}};
-    enum { N1 = 12, N2 = 10 };
     int32_t *d1 = malloc(sizeof(int32_t) << N1), *d2 = malloc(sizeof(int32_t) << N2);
     for (uint64_t i = 0; i < (1u << N1); i++)
         d1[i] = synth_delta(i, 5, -2);
@@ -247,7 +313,8 @@ static void check_tables(int *fail)
     char err[200] = "";
     tally_hit(&t, tl_num_mufu_install(b1, n1, err, sizeof err) == 0, "install ex2: %s", err);
     tally_hit(&t, tl_num_mufu_install(b2, n2, err, sizeof err) == 0, "install rsqrt: %s", err);
-    tally_hit(&t, tl_num_ex2_is_exact() && tl_num_rsqrt_is_exact(), "not reported installed");
+    /* a cut-0 table leaves x < 0 to the floor split, which is not the hardware's rule */
+    tally_hit(&t, !tl_num_ex2_is_exact() && tl_num_rsqrt_is_exact(), "installed state");
     /* ex2: x = i + (j + u) / 2^N1 with u in [0,1) cut away -> 2^i * (CR(2^(j/2^N1)) + d[j]) */
     uint64_t s = 0x7AB;
     for (int k = 0; k < 200000; k++) {
@@ -259,8 +326,7 @@ static void check_tables(int *fail)
         if ((double)x != ip + (j + u) / (1 << N1))
             continue;   /* keep inputs whose cut is known exactly */
         uint32_t base = tl_num_exp2_cr(tl_num_bits((float)ldexp(j, -N1))) + (uint32_t)d1[j];
-        int e = (int)(base >> 23) + ip;
-        uint32_t want = e <= 0 ? 0 : (uint32_t)e << 23 | (base & 0x7FFFFFu);
+        uint32_t want = scaled(base, ip);
         uint32_t got = tl_num_ex2_approx_ftz(tl_num_bits(x));
         tally_hit(&t, got == want, "ex2 table x=%a got %08x want %08x", (double)x, got, want);
     }
@@ -276,6 +342,7 @@ static void check_tables(int *fail)
         uint32_t got = tl_num_rsqrt_approx(x, false);
         tally_hit(&t, got == want, "rsqrt table x=%08x got %08x want %08x", x, got, want);
     }
+    check_negative_rules(&t, d1);
     /* expf follows the installed ex2: expf(0) evaluates ex2(0), table entry 0 */
     uint32_t with = tl_num_expf(0);
     tl_num_mufu_uninstall(1);
@@ -291,6 +358,9 @@ static void check_tables(int *fail)
     tally_hit(&t, tl_num_mufu_encode(1, N1, 0, d1, NULL, 0) == 0, "spread of 302 accepted");
     tally_hit(&t, tl_num_mufu_encode(2, N1, 1, d2, NULL, 0) == 0, "rsqrt with a cut accepted");
     tally_hit(&t, tl_num_mufu_encode(1, 25, 0, d2, NULL, 0) == 0, "25 index bits accepted");
+    tally_hit(&t, tl_num_mufu_encode(1, N1, 4, d2, NULL, 0) == 0, "ex2 with cut 4 accepted");
+    tally_hit(&t, tl_num_mufu_encode(3, N1, 0, d2, NULL, 0) == 0, "kind 3 with cut 0 accepted");
+    tally_hit(&t, tl_num_mufu_encode(4, N1, 0, d2, NULL, 0) == 0, "kind 4 accepted");
 
     /* install errors, one per check */
     uint8_t *bad = malloc(n1);
@@ -299,8 +369,11 @@ static void check_tables(int *fail)
     bad[0] = 'X';
     expect_install_error(&t, bad, n1, "MUFU table: bad magic (expected \"TLMUFU01\")");
     memcpy(bad, b1, n1);
+    bad[8] = 4;
+    expect_install_error(&t, bad, n1, "MUFU table: unknown kind 4 (1 = ex2, 2 = rsqrt, 3 = ex2 of -f)");
+    memcpy(bad, b1, n1);
     bad[8] = 3;
-    expect_install_error(&t, bad, n1, "MUFU table: unknown kind 3 (1 = ex2, 2 = rsqrt)");
+    expect_install_error(&t, bad, n1, "MUFU table: cut 0 invalid for kind 3");
     memcpy(bad, b1, n1);
     bad[12] = 25;
     expect_install_error(&t, bad, n1, "MUFU table: index_bits 25 outside 1..24");
@@ -308,8 +381,8 @@ static void check_tables(int *fail)
     bad[16] = 9;
     expect_install_error(&t, bad, n1, "MUFU table: bits_per_entry 9 outside 1..8");
     memcpy(bad, b1, n1);
-    bad[24] = 3;
-    expect_install_error(&t, bad, n1, "MUFU table: cut 3 invalid for kind 1");
+    bad[24] = 4;
+    expect_install_error(&t, bad, n1, "MUFU table: cut 4 invalid for kind 1");
     memcpy(bad, b1, n1);
     bad[16] = 2;
     expect_install_error(&t, bad, n1, "MUFU table: payload_bytes 1536, expected 1024");

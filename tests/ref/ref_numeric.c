@@ -4,6 +4,7 @@
 #include "ref.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "numerics.h" /* only for the model of the MUFU ex2 unit */
@@ -66,6 +67,14 @@ uint8_t ref_f32_to_e4m3(float x)
 
 float ref_expf(float x)
 {
+    /* the emulator installs the built-in H200 tables at its first launch: so does the reference */
+    static int tables;
+    if (!tables) {
+        char why[256];
+        tables = 1;
+        if (tl_num_mufu_install_builtin(why, sizeof why) < 0)
+            fprintf(stderr, "ref_expf: %s\n", why);
+    }
     float t = fmaf(x, ref_f32(0x3BBB989D), 0.5f);
     t = isnan(t) || t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t;
     /* fma.rm(t, 252, 12582913): t * 252 + 12582913 is exact in double for t in [0, 1] */

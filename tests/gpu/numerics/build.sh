@@ -4,8 +4,23 @@
 # Default ARCH_FLAGS: -arch=sm_90a (H200). For Blackwell, pass e.g.
 #   -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_100a,code=sm_100a
 # which also compiles the e2m1 / ue8m0 checks (sm_100a-only instructions).
+#        tests/gpu/numerics/build.sh --sim OUTDIR
+# builds OUTDIR/mufu_dump_sim with the host C++ compiler instead: mufu_dump on a CPU stand-in
+# for the GPU (sim_cuda.h) whose "unit" answers from compiler/data/mufu_*.bin.
 set -eu
 root=$(cd "$(dirname "$0")/../../.." && pwd)
+if [ "${1:-}" = "--sim" ]; then
+    out=${2:?usage: build.sh --sim OUTDIR}
+    mkdir -p "$out"
+    ${CC:-cc} -O2 -std=c11 -ffp-contract=off -Wall -Wextra -I"$root/compiler" \
+        -c -o "$out/numerics_sim.o" "$root/compiler/numerics.c"
+    ${CXX:-c++} -O2 -std=c++17 -ffp-contract=off -Wall -Wextra -Wno-unknown-pragmas -DMUFU_DUMP_SIM \
+        -DMUFU_SIM_DATA="\"$root/compiler/data\"" -I"$root/compiler" -I"$root/tests/gpu/numerics" \
+        -o "$out/mufu_dump_sim" -x c++ "$root/tests/gpu/numerics/mufu_dump.cu" -x none "$out/numerics_sim.o" \
+        -lm -pthread
+    echo "built $out/mufu_dump_sim"
+    exit 0
+fi
 out=${1:?usage: build.sh OUTDIR [ARCH_FLAGS...]}
 shift
 [ $# -gt 0 ] || set -- -arch=sm_90a
