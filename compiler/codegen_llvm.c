@@ -150,41 +150,43 @@ static LLVMValueRef inline_asm(CG *g, LLVMTypeRef ret, const char *code, const c
 
 static LLVMValueRef to_f32(CG *g, LLVMValueRef v, DType from);
 
-/* f32 -> e2m1 code (low nibble), RNE with saturation to ±6; NaN -> +6 */
+/* f32 -> e2m1 code (low nibble), RNE with saturation to ±6; NaN -> +6. Bit arithmetic instead
+ * of a ladder of seven compares (this runs once per element of every FP4 store):
+ * below 2 the codes are the multiples of 0.5, which adding 2^22 (ulp 0.5) rounds to nearest-even
+ * and leaves in the low mantissa bits; from 2 up the code is the f32 exponent and top mantissa
+ * bit after rounding the 22 bits below them to nearest-even, minus 252, capped at 7 (which also
+ * catches infinities and NaNs). */
 static LLVMValueRef f32_to_e2m1_soft(CG *g, LLVMValueRef x)
 {
     LLVMBuilderRef b = g->b;
     LLVMValueRef bits = LLVMBuildBitCast(b, x, g->t_i32, "");
-    LLVMValueRef sign = LLVMBuildLShr(b, bits, c32(g, 31), "");
-    LLVMValueRef a = call_overloaded(g, "llvm.fabs", &g->t_f32, 1, &x, 1);
-    /* thresholds between codes; ties go to the even code (0, 1.0, 2.0, 4.0) */
-    static const struct { float t; bool incl; } th[] = {{0.25f, false}, {0.75f, true}, {1.25f, false}, {1.75f, true},
-                                                         {2.5f, false}, {3.5f, true}, {5.0f, false}};
-    LLVMValueRef code = c32(g, 0);
-    for (int i = 0; i < 7; i++) {
-        LLVMValueRef c = LLVMBuildFCmp(b, th[i].incl ? LLVMRealOGE : LLVMRealOGT, a, cf32(g, th[i].t), "");
-        code = LLVMBuildAdd(b, code, LLVMBuildZExt(b, c, g->t_i32, ""), "");
-    }
-    LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
-    LLVMValueRef signed_code = LLVMBuildOr(b, code, LLVMBuildShl(b, sign, c32(g, 3), ""), "");
-    LLVMValueRef r = LLVMBuildSelect(b, isnan, c32(g, 7), signed_code, "");
-    return LLVMBuildTrunc(b, r, g->t_i8, "");
+    LLVMValueRef abits = LLVMBuildAnd(b, bits, c32(g, 0x7FFFFFFF), "");
+    LLVMValueRef a = LLVMBuildBitCast(b, abits, g->t_f32, "");
+    LLVMValueRef snap = LLVMBuildBitCast(b, LLVMBuildFAdd(b, a, cf32(g, 0x1p22f), ""), g->t_i32, "");
+    LLVMValueRef small = LLVMBuildSub(b, snap, c32(g, 0x4A800000), "");
+    LLVMValueRef odd = LLVMBuildAnd(b, LLVMBuildLShr(b, abits, c32(g, 22), ""), c32(g, 1), "");
+    LLVMValueRef up = LLVMBuildAdd(b, LLVMBuildAdd(b, abits, odd, ""), c32(g, 0x1FFFFF - 0x3F000000), "");
+    LLVMValueRef big = LLVMBuildLShr(b, up, c32(g, 22), "");
+    big = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, big, c32(g, 7), ""), c32(g, 7), big, "");
+    LLVMValueRef lt2 = LLVMBuildICmp(b, LLVMIntULT, abits, c32(g, 0x40000000), "");
+    LLVMValueRef code = LLVMBuildSelect(b, lt2, small, big, "");
+    LLVMValueRef isnan = LLVMBuildICmp(b, LLVMIntUGT, abits, c32(g, 0x7F800000), "");
+    LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildLShr(b, bits, c32(g, 28), ""), c32(g, 8), "");
+    sign = LLVMBuildSelect(b, isnan, c32(g, 0), sign, "");
+    return LLVMBuildTrunc(b, LLVMBuildOr(b, code, sign, ""), g->t_i8, "");
 }
 
-/* e2m1 code -> f32, exact: 0, 0.5, 1, 1.5, 2, 3, 4, 6 with the sign in bit 3 */
+/* e2m1 code -> f32, exact: 0, 0.5, 1, 1.5, 2, 3, 4, 6 with the sign in bit 3. The magnitude
+ * bits shifted to f32 bit 22 form the f32 2^-127 * (0, 1, ..., 12) (subnormal below code 2,
+ * the same exponent/mantissa split above), so one multiplication by 2^126 gives the value. */
 static LLVMValueRef e2m1_to_f32(CG *g, LLVMValueRef c8)
 {
     LLVMBuilderRef b = g->b;
     LLVMValueRef c = LLVMBuildZExt(b, c8, g->t_i32, "");
-    LLVMValueRef e = LLVMBuildAnd(b, LLVMBuildLShr(b, c, c32(g, 1), ""), c32(g, 3), "");
-    LLVMValueRef m = LLVMBuildAnd(b, c, c32(g, 1), "");
-    LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildAnd(b, LLVMBuildLShr(b, c, c32(g, 3), ""), c32(g, 1), ""), c32(g, 31), "");
-    /* normal: exponent e-1+127, mantissa bit 22 = m; e == 0: m ? 0.5 : 0 */
-    LLVMValueRef normal = LLVMBuildOr(b, LLVMBuildShl(b, LLVMBuildAdd(b, e, c32(g, 126), ""), c32(g, 23), ""),
-                                      LLVMBuildShl(b, m, c32(g, 22), ""), "");
-    LLVMValueRef sub = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntNE, m, c32(g, 0), ""), c32(g, 0x3F000000), c32(g, 0), "");
-    LLVMValueRef mag = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, e, c32(g, 0), ""), sub, normal, "");
-    return LLVMBuildBitCast(b, LLVMBuildOr(b, mag, sign, ""), g->t_f32, "");
+    LLVMValueRef mag = LLVMBuildShl(b, LLVMBuildAnd(b, c, c32(g, 7), ""), c32(g, 22), "");
+    LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildAnd(b, c, c32(g, 8), ""), c32(g, 28), "");
+    LLVMValueRef tiny = LLVMBuildBitCast(b, LLVMBuildOr(b, mag, sign, ""), g->t_f32, "");
+    return LLVMBuildFMul(b, tiny, cf32(g, 0x1p126f), "");
 }
 
 /* f32 -> ue8m0, rounding up to a power of two: the exponent byte of the smallest power of two

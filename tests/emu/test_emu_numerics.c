@@ -320,8 +320,21 @@ static void test_fp4(int sm)
     uint64_t seed = 31 + (uint64_t)sm;
     static const uint32_t sp[] = {0x3E800000, 0x3F400000, 0x3FA00000, 0x3FE00000, 0x40200000, 0x40600000,
                                   0x40A00000, 0x40E00000, 0x7FC00000, 0xFF800000, 0x80000001, 0xBE000000};
-    for (int i = 0; i < 16 * 64; i++)
-        x[i] = i < 12 ? tl_num_float(sp[i]) : eh_randn(&seed) * 3.0f;
+    /* every code boundary (ties included) and code value, one ulp either side, both signs,
+     * then random values */
+    static const float edge[] = {0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.5f, 3.0f, 3.5f,
+                                 4.0f, 5.0f, 6.0f, 7.0f, 8.0f, 0x1p-126f, 1e30f, 0x1.fffffep127f};
+    int n = 0;
+    for (int i = 0; i < 12; i++)
+        x[n++] = tl_num_float(sp[i]);
+    for (int i = 0; i < (int)(sizeof edge / sizeof edge[0]); i++)
+        for (int d = -1; d <= 1; d++) {
+            float v = tl_num_float(tl_num_bits(edge[i]) + (uint32_t)(edge[i] == 0.0f ? d * d : d));
+            x[n++] = v;
+            x[n++] = -v;
+        }
+    while (n < 16 * 64)
+        x[n++] = eh_randn(&seed) * 3.0f;
     void *px = x, *pq = q, *pb = back;
     int32_t r = 16, c = 64;
     int64_t s0 = 64, s1 = 1;
