@@ -1,0 +1,174 @@
+"""The quantisation and transpose kernels on the CPU emulator (TILEC_DEVICE=cpu) against the
+tilec.torch references, byte for byte, on small shapes with ragged row counts, exact rounding
+ties and every code of the FP4 grid. Skipped on machines with a GPU (tests/gpu covers them
+there), without torch, or when the runtime has no CPU device.
+
+TILEC_BUILD_PYTHON: the package to test (default build/python); TILEC_KERNELS: the kernel
+library (default: the checkout's kernels.tl)."""
+import os
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+_root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(_root, "build", "python")))
+if not hasattr(torch, "float8_e4m3fn"):
+    torch.float8_e4m3fn = torch.uint8  # an older torch: bytes stand in for e4m3 (as test_quant_refs.py)
+
+import tilec  # noqa: E402
+import tilec.quant as Q  # noqa: E402
+import tilec.torch as R  # noqa: E402
+import tilec.transpose as TR  # noqa: E402
+from tilec import _native, _runtime  # noqa: E402
+from tilec.testing import assert_equal  # noqa: E402
+
+PK = dict(use_tma_aligned_col_major_sf=True, round_sf=True, use_packed_ue8m0=True)
+FLAGS = [dict(use_tma_aligned_col_major_sf=False, round_sf=True, use_packed_ue8m0=False), PK,
+         dict(use_tma_aligned_col_major_sf=False, round_sf=False, use_packed_ue8m0=False)]
+FLAG_IDS = ["row-round", "packed", "row-ieee"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def emulator():
+    """The runtime on its CPU device with CPU tensors (as tests/python/test_moe_emu.py)."""
+    if torch.cuda.is_available():
+        pytest.skip("a GPU machine: tests/gpu covers the kernels")
+    saved = os.environ.get("TILEC_DEVICE")
+    os.environ["TILEC_DEVICE"] = "cpu"
+    source = os.environ.get("TILEC_KERNELS", os.path.join(_root, "kernels.tl"))
+    try:
+        rt = _native.Runtime(cache_dir=os.environ.get("TILEC_CACHE_DIR"))
+        lib = rt.open(source=source)
+    except Exception as e:
+        if saved is None:
+            del os.environ["TILEC_DEVICE"]
+        pytest.skip(f"no CPU emulator: {e}")
+    mp = pytest.MonkeyPatch()
+    mp.setattr(_runtime, "_rt", rt)
+    mp.setattr(_runtime, "_lib", lib)
+    mp.setattr(_runtime, "_kernels", {})
+    mp.setattr(_runtime, "require_device", lambda x, fn: None)
+    mp.setattr(_runtime, "stream", lambda t: 0)
+    TR._kernels.clear()
+    yield
+    mp.undo()
+    TR._kernels.clear()
+    if saved is None:
+        os.environ.pop("TILEC_DEVICE", None)
+    else:
+        os.environ["TILEC_DEVICE"] = saved
+
+
+def data(t, h, dtype=torch.bfloat16, seed=0):
+    """Random rows, plus rows that hit the FP4 / FP8 rounding ties exactly: with amax 6 (or 448)
+    and power-of-two scales, x * sf_inv is x itself."""
+    g = torch.Generator().manual_seed(seed + t * 7 + h)
+    x = torch.randn((t, h), generator=g) * 3
+    ties = torch.tensor([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0, -0.25, -2.5, -5.0, 0.0, -0.0, 0.5, 3.0, 4.0])
+    if t > 2:
+        x[1] = ties.repeat(h // 16 + 1)[:h]
+        x[2] = ties.repeat(h // 16 + 1)[:h] * 64
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("flags", FLAGS, ids=FLAG_IDS)
+@pytest.mark.parametrize("fmt, n", [("e4m3", 128), ("e2m1", 32), ("e2m1", 128)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
+@pytest.mark.parametrize("t, h", [(37, 576), (9, 2048)])
+def test_per_token_cast(t, h, dtype, fmt, n, flags):
+    x = data(t, h, dtype)
+    out, sf = Q.per_token_cast(x, fmt, n, **flags)
+    ref, ref_sf = R.cast(x, fmt, (1, n), **flags)
+    assert_equal(out, ref)
+    assert_equal(sf, ref_sf)
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e2m1"])
+@pytest.mark.parametrize("in_fmt, xbs", [("e4m3", (128, 128)), ("e2m1", (32, 32))])
+def test_per_token_cast_quant_input(in_fmt, xbs, fmt):
+    xq = R.cast(data(130, 2048), in_fmt, xbs, **PK)
+    out, sf = Q.per_token_cast(xq, fmt, 128, x_block_size=xbs, **PK)
+    ref, ref_sf = R.cast(xq, fmt, (1, 128), x_block_size=xbs, **PK)
+    assert_equal(out, ref)
+    assert_equal(sf, ref_sf)
+
+
+@pytest.mark.parametrize("flags", FLAGS[:2], ids=FLAG_IDS[:2])
+@pytest.mark.parametrize("fmt", ["e4m3", "e2m1"])
+@pytest.mark.parametrize("block", [(128, 128), (32, 32)])
+def test_per_block_cast(block, fmt, flags):
+    x = data(161, 576)
+    out, sf = Q.per_block_cast(x, fmt, block, **flags)
+    ref, ref_sf = R.cast(x, fmt, block, **flags)
+    assert_equal(out, ref)
+    assert_equal(sf, ref_sf)
+
+
+@pytest.mark.parametrize("out_block", [(1, 128), (32, 32), (128, 128)])
+@pytest.mark.parametrize("in_flags", FLAGS[:2], ids=FLAG_IDS[:2])
+def test_per_block_cast_lossless(in_flags, out_block):
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn((161, 576), generator=g) * torch.exp2(torch.randint(-3, 4, (161, 1), generator=g).float())
+    xq = R.cast(x, "e2m1", (1, 32), **in_flags)
+    out = Q.per_block_cast_lossless(xq, "e4m3", (1, 32), out_block, **PK)
+    assert out[0].shape == (161, 576)
+    assert_equal(R.cast_back(out, "fp32", out_block), R.cast_back(xq, "fp32", (1, 32)))
+
+
+@pytest.mark.parametrize("out_fmt", ["fp32", "bf16"])
+@pytest.mark.parametrize("fmt, n", [("e4m3", 128), ("e2m1", 32)])
+@pytest.mark.parametrize("flags", FLAGS[:2], ids=FLAG_IDS[:2])
+def test_per_token_cast_back(flags, fmt, n, out_fmt):
+    xq = R.cast(data(37, 576), fmt, (1, n), **flags)
+    assert_equal(Q.per_token_cast_back(xq, out_fmt, n), R.cast_back(xq, out_fmt, (1, n)))
+
+
+@pytest.mark.parametrize("rnd", [False, True])
+@pytest.mark.parametrize("t, h", [(256, 576), (128, 2048)])
+def test_per_channel_cast(t, h, rnd):
+    x = data(t, h)
+    out, sf = Q.per_channel_cast(x, "e4m3", 128, rnd)
+    ref, ref_sf = R.cast(x, "e4m3", (128, 1), round_sf=rnd)
+    assert_equal(out, ref)
+    assert_equal(sf, ref_sf)
+
+
+@pytest.mark.parametrize("npt", [32, 128])
+def test_per_channel_cast_and_transpose(npt):
+    x = data(256, 576)
+    out, sf = Q.per_channel_cast_and_transpose(x, "e4m3", npt, True)
+    ref, ref_sf = R.cast(x, "e4m3", (npt, 1), round_sf=True)
+    assert_equal(out, ref.T.contiguous())
+    assert_equal(sf, ref_sf)
+
+
+@pytest.mark.parametrize("without_transpose", [False, True])
+@pytest.mark.parametrize("clamp", [None, 0.5])
+def test_swiglu_forward_per_channel(clamp, without_transpose):
+    x = data(256, 2 * 576)
+    out, sf = Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, round_sf=True,
+                                                                 without_transpose=without_transpose,
+                                                                 swiglu_clamp_value=clamp)
+    act = R.swiglu_forward(x, swiglu_clamp_value=clamp).bfloat16()
+    ref, ref_sf = R.cast(act, "e4m3", (128, 1), round_sf=True)
+    assert_equal(out, ref if without_transpose else ref.T.contiguous())
+    assert_equal(sf, ref_sf)
+
+
+@pytest.mark.parametrize("n", [128, 1024])
+def test_swiglu_forward_per_token(n):
+    x = data(37, 2 * 1024)
+    kw = PK if n == 128 else FLAGS[0]
+    out, sf = Q.swiglu_forward_and_per_token_cast(x, "e4m3", n, **kw)
+    ref, ref_sf = R.cast(R.swiglu_forward(x), "e4m3", (1, n), **kw)
+    assert_equal(out, ref)
+    assert_equal(sf, ref_sf)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.bfloat16, torch.float32], ids=str)
+@pytest.mark.parametrize("m, n", [(128, 576), (192, 256)])
+def test_transpose(m, n, dtype):
+    x = (torch.randn((m, n)) * 50).to(dtype)
+    assert_equal(TR.transpose(x), x.T.contiguous())
