@@ -108,13 +108,15 @@ def test_per_block_cast(block, fmt, flags):
 
 @pytest.mark.parametrize("out_block", [(1, 128), (32, 32), (128, 128)])
 @pytest.mark.parametrize("in_flags", FLAGS[:2], ids=FLAG_IDS[:2])
-def test_per_block_cast_lossless(in_flags, out_block):
+@pytest.mark.parametrize("in_block", [(1, 32), (1, 16)])   # whole 16-byte runs per input scale, and not
+def test_per_block_cast_lossless(in_block, in_flags, out_block):
     g = torch.Generator().manual_seed(5)
-    x = torch.randn((161, 576), generator=g) * torch.exp2(torch.randint(-3, 4, (161, 1), generator=g).float())
-    xq = R.cast(x, "e2m1", (1, 32), **in_flags)
-    out = Q.per_block_cast_lossless(xq, "e4m3", (1, 32), out_block, **PK)
+    x = torch.randn((161, 576), generator=g) * torch.exp2(torch.randint(-3, 4, (161, 18), generator=g).float()
+                                                         ).repeat_interleave(32, dim=1)
+    xq = R.cast(x, "e2m1", in_block, **in_flags)
+    out = Q.per_block_cast_lossless(xq, "e4m3", in_block, out_block, **PK)
     assert out[0].shape == (161, 576)
-    assert_equal(R.cast_back(out, "fp32", out_block), R.cast_back(xq, "fp32", (1, 32)))
+    assert_equal(R.cast_back(out, "fp32", out_block), R.cast_back(xq, "fp32", in_block))
 
 
 @pytest.mark.parametrize("out_fmt", ["fp32", "bf16"])
