@@ -170,7 +170,7 @@ def test_swiglu_forward_per_token(n):
 
 
 @pytest.mark.parametrize("dtype", [torch.int8, torch.bfloat16, torch.float32], ids=str)
-@pytest.mark.parametrize("m, n", [(128, 576), (192, 256)])
+@pytest.mark.parametrize("m, n", [(128, 576), (192, 256), (512, 768)])
 def test_transpose(m, n, dtype):
     x = (torch.randn((m, n)) * 50).to(dtype)
     assert_equal(TR.transpose(x), x.T.contiguous())

@@ -50,7 +50,7 @@ def test_batched_transpose_specialisation(rec):
     name, gen, args = rec.calls[0]
     assert name == "batched_transpose" and gen == ("T=bf16", "BX=128", "BY=64", "SA=8")
     tilec.transpose.batched_transpose(torch.zeros((1, 512, 256), dtype=torch.uint8))
-    assert rec.calls[1][1] == ("T=u8", "BX=256", "BY=128", "SA=16")
+    assert rec.calls[1][1] == ("T=u8", "BX=256", "BY=256", "SA=16")  # 64 KiB byte tiles
     assert args[0] is x and args[1] is y
 
 
