@@ -120,16 +120,24 @@ def _gen_value(v) -> str:
     return str(v)
 
 
+_generic_strings = {}
+
+
 def kernel(name: str, **generics):
     """The specialisation of kernel `name`; a tensor-presence generic is given as present=True/False
-    under the tensor's name."""
-    gens = []
-    for k, v in generics.items():
-        if k.startswith("has_"):
-            gens.append(f"{k[4:]}={'present' if v else 'absent'}")
-        else:
-            gens.append(f"{k}={_gen_value(v)}")
-    return _runtime.kernel(name, tuple(gens))
+    under the tensor's name. The "NAME=VALUE" strings of each configuration are built once (they
+    were a third of a call's host time); the kernel itself comes from the runtime's cache."""
+    key = (name, *generics.items())
+    gens = _generic_strings.get(key)
+    if gens is None:
+        parts = []
+        for k, v in generics.items():
+            if k.startswith("has_"):
+                parts.append(f"{k[4:]}={'present' if v else 'absent'}")
+            else:
+                parts.append(f"{k}={_gen_value(v)}")
+        gens = _generic_strings[key] = tuple(parts)
+    return _runtime.kernel(name, gens)
 
 
 def fmt_dtype(fmt: str):

@@ -1,10 +1,12 @@
 """Per-token casts (spec quant-transpose.md §2.1-§2.4): per_token_cast (e4m3, packed e2m1,
 E5M6; float or quantised input), its scale-only and precomputed-scale variants."""
+import functools
 import math
 from typing import Optional, Tuple
 
 import torch
 
+from .. import _runtime
 from .common import (align, alloc_scaling_factors, ceil_div, check_block, check_layout_flags, data_arg,
                      get_sf_shape, input_sf_args, kernel, pow2_divisor, require_cuda, sf_out_args, tile_shape)
 
@@ -74,7 +76,6 @@ def _prepare(x, fmt: str, n, x_block_size, col: bool, rnd: bool, packed: bool, f
 
 def _out(T: int, H: int, fmt: str, device):
     """The data output and its kernel argument (FP4: int8 bytes, passed as e2m1 elements)."""
-    from .. import _runtime
     if fmt == "e4m3":
         out = torch.empty((T, H), dtype=torch.float8_e4m3fn, device=device)
         return out, out
@@ -96,6 +97,7 @@ def _spread(bk: int, bm: int, vec: int, nthreads: int = 128) -> bool:
     return t1 * math.gcd(nthreads // t1, bm) == nthreads
 
 
+@functools.lru_cache(maxsize=None)
 def _tile(H: int, n: int, fp4: bool):
     """Tile generics. Groups of n: the kernel's default tile (4096 elements), runs of 16 elements
     (32 when FP4 is read or written, so that its accesses are 16 bytes wide too). One scale per
@@ -118,7 +120,6 @@ def _launch(fn, tname, fmt, T, H, n, rnd, xt, xarg, out_arg, sf_arg, sfp_arg, ps
                **_tile(H, n, "e2m1" in (fmt, tname)),
                has_out=out_arg is not None, has_sf=sf_arg is not None, has_sfp=sfp_arg is not None,
                has_psf=psf is not None, has_isf=isf is not None, has_isfp=isfp is not None)
-    from .. import _runtime
     k.launch(xarg, out_arg, sf_arg, sfp_arg, psf, isf, isfp, stream=_runtime.stream(xt))
 
 
@@ -222,7 +223,6 @@ def per_token_cast_to_e5m6(x: torch.Tensor, num_per_channels: int, use_tma_align
     if T == 0:
         return out, sf
     require_cuda(x, fn)
-    from .. import _runtime
     sf_arg, sfp_arg = sf_out_args(sf, store, use_packed_ue8m0)
     xarg = _runtime.Arg(x.data_ptr(), _FLOAT_IN[x.dtype], (T, H // 8, 8), (x.stride(0), 8, 1), x)
     oarg = _runtime.Arg(out.data_ptr(), "u32", (T, H // 8, 3), (3 * H // 8, 3, 1), out)
