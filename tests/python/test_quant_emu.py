@@ -174,3 +174,26 @@ def test_swiglu_forward_per_token(n):
 def test_transpose(m, n, dtype):
     x = (torch.randn((m, n)) * 50).to(dtype)
     assert_equal(TR.transpose(x), x.T.contiguous())
+
+
+@pytest.mark.parametrize("clamp", [None, 0.5])
+@pytest.mark.parametrize("n", [32, 128])
+def test_swiglu_backward(n, clamp):
+    t, topk, hh = 19, 2, 512
+    g = torch.Generator().manual_seed(n)
+    N = t * topk + 3                                     # three padding rows (-1)
+    ptt = torch.cat([torch.randperm(t * topk, generator=g), torch.full((3,), -1)]).int()
+    ttp = torch.empty(t * topk, dtype=torch.int32)
+    ttp[ptt[:t * topk].long()] = torch.arange(t * topk, dtype=torch.int32)
+    x = Q.per_token_cast(torch.randn((N, 2 * hh), generator=g).bfloat16(), "e4m3", n)
+    grad = torch.randn((N, hh), generator=g).bfloat16()
+    weights = torch.rand((t, topk), generator=g)
+    ttp = ttp.view(t, topk)
+    out, (gq, gsf), xg, wg = Q.swiglu_backward_and_per_token_cast(x, grad, weights, ptt, ttp, n, True, clamp)
+    r_out, r_xg, r_wg = R.swiglu_backward(x, grad, weights, ptt, ttp, n, clamp)
+    r_q, r_sf = R.cast(r_xg, "e4m3", (1, n), round_sf=True)
+    assert_equal(out, r_out.bfloat16())
+    assert_equal(xg, r_xg.bfloat16())
+    assert_equal(gq, r_q)
+    assert_equal(gsf, r_sf)
+    torch.testing.assert_close(wg, r_wg, atol=1e-4, rtol=1e-4)
