@@ -1,6 +1,8 @@
 """Scale-factor layouts and argument plumbing shared by the quantisation functions (spec
 quant-transpose.md §0.2, §1.4-§1.6): output allocation in the three layouts, reading an input
 scale tensor's layout from its strides, FP4 views, and the kernel-launch helper."""
+import functools
+
 import torch
 
 from .. import _runtime
@@ -154,6 +156,7 @@ def _gcd(a: int, b: int) -> int:
     return a
 
 
+@functools.lru_cache(maxsize=None)
 def tile_shape(bk: int, nthreads: int = 256, max_elems: int = 4096, vecs=(8, 4, 2, 1)):
     """(rows, vector width) of a tile with bk columns such that the default frag layout (runs of
     `vec` along a row, threads over the runs of a row first, then over rows) gives every thread
