@@ -197,3 +197,29 @@ def test_swiglu_backward(n, clamp):
     assert_equal(gq, r_q)
     assert_equal(gsf, r_sf)
     torch.testing.assert_close(wg, r_wg, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("clamp", [None, 0.5])
+def test_swiglu_forward_per_token_moe(clamp):
+    """Top-k weights, padding rows (pos_to_expert < 0) and the clamp counters."""
+    t, topk, hh = 23, 2, 1024
+    g = torch.Generator().manual_seed(3)
+    N = t * topk + 5
+    ptt = torch.cat([torch.randperm(t * topk, generator=g), torch.full((5,), -1)]).int()
+    pte = torch.where(ptt >= 0, ptt % 4, torch.full_like(ptt, -1)).int()
+    x = torch.randn((N, 2 * hh), generator=g).bfloat16()
+    x[ptt < 0] = 0                                       # padding rows are zero (as expand_rows makes them)
+    weights = torch.randn((t, topk), generator=g)
+    cnt = torch.zeros(3, dtype=torch.int64) if clamp is not None else None
+    kw = FLAGS[0]
+    out, sf = Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, ptt, weights, pte, swiglu_clamp_value=clamp,
+                                                  clamped_count=cnt, **kw)
+    ref_cnt = torch.zeros(3, dtype=torch.int64) if clamp is not None else None
+    act = R.swiglu_forward(x, ptt, weights, clamp, ref_cnt)
+    pad = (pte < 0)[:, None]
+    act = torch.where(pad, torch.zeros(()), act)
+    ref, ref_sf = R.cast(act, "e4m3", (1, 128), **kw)
+    assert_equal(out, ref)
+    assert_equal(torch.where(pad, torch.zeros(()), sf), torch.where(pad, torch.zeros(()), ref_sf))
+    if cnt is not None:
+        assert torch.equal(cnt, ref_cnt)

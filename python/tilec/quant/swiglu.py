@@ -82,10 +82,12 @@ def swiglu_forward_and_per_token_cast(x: torch.Tensor, fmt: str, num_per_channel
         return out, sf
     require_cuda(x, fn)
     sf_arg, sfp_arg = sf_out_args(sf, store, use_packed_ue8m0)
+    # 128 threads with 16-element runs: 16-byte stores of the e4m3 data, and 64-80 KB of loads in
+    # flight per SM (256 threads with 8-element runs: 32-64 KB; 52 registers in the MoE variant)
     bk = _row_tile(hh, n, 1024)
-    bm, vec = tile_shape(bk, max_elems=8192)
+    bm, vec = tile_shape(bk, nthreads=128, max_elems=8192, vecs=(16, 8, 4, 2, 1))
     k = kernel("swiglu_per_token_cast", T=_FLOAT_IN[x.dtype], HH=hh, G=n, ROUND=round_sf,
-               CLAMP=swiglu_clamp_value is not None, COUNT=clamped_count is not None, BK=bk, BM=bm, VEC=vec,
+               CLAMP=swiglu_clamp_value is not None, COUNT=clamped_count is not None, BK=bk, BM=bm, VEC=vec, NTH=128,
                has_sf=sf_arg is not None, has_sfp=sfp_arg is not None, has_ptt=pos_to_token_topk is not None,
                has_weights=topk_weights is not None, has_pte=pos_to_expert is not None,
                has_counts=clamped_count is not None)
