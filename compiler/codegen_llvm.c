@@ -155,7 +155,7 @@ static LLVMValueRef to_f32(CG *g, LLVMValueRef v, DType from);
  * below 2 the codes are the multiples of 0.5, which adding 2^22 (ulp 0.5) rounds to nearest-even
  * and leaves in the low mantissa bits; from 2 up the code is the f32 exponent and top mantissa
  * bit after rounding the 22 bits below them to nearest-even, minus 252, capped at 7 (which also
- * catches infinities and NaNs). */
+ * catches infinities and NaNs, whose sign is dropped). */
 static LLVMValueRef f32_to_e2m1_soft(CG *g, LLVMValueRef x)
 {
     LLVMBuilderRef b = g->b;
@@ -170,9 +170,10 @@ static LLVMValueRef f32_to_e2m1_soft(CG *g, LLVMValueRef x)
     big = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, big, c32(g, 7), ""), c32(g, 7), big, "");
     LLVMValueRef lt2 = LLVMBuildICmp(b, LLVMIntULT, abits, c32(g, 0x40000000), "");
     LLVMValueRef code = LLVMBuildSelect(b, lt2, small, big, "");
-    LLVMValueRef isnan = LLVMBuildICmp(b, LLVMIntUGT, abits, c32(g, 0x7F800000), "");
-    LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildLShr(b, bits, c32(g, 28), ""), c32(g, 8), "");
-    sign = LLVMBuildSelect(b, isnan, c32(g, 0), sign, "");
+    /* the sign bit, except on NaNs: as signed integers the negative non-NaN encodings (-0 and
+     * -inf included) are exactly those <= bits(-inf) */
+    LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLE, bits, c32(g, (int32_t)0xFF800000u), "");
+    LLVMValueRef sign = LLVMBuildSelect(b, neg, c32(g, 8), c32(g, 0), "");
     return LLVMBuildTrunc(b, LLVMBuildOr(b, code, sign, ""), g->t_i8, "");
 }
 

@@ -319,13 +319,14 @@ static void test_fp4(int sm)
     static uint8_t q[16 * 32];
     uint64_t seed = 31 + (uint64_t)sm;
     static const uint32_t sp[] = {0x3E800000, 0x3F400000, 0x3FA00000, 0x3FE00000, 0x40200000, 0x40600000,
-                                  0x40A00000, 0x40E00000, 0x7FC00000, 0xFF800000, 0x80000001, 0xBE000000};
+                                  0x40A00000, 0x40E00000, 0x7FC00000, 0xFF800000, 0x80000001, 0xBE000000,
+                                  0xFFC00000, 0xFF800001, 0x7F800001, 0xFFFFFFFF, 0x80000000, 0x7F800000};
     /* every code boundary (ties included) and code value, one ulp either side, both signs,
      * then random values */
     static const float edge[] = {0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.5f, 3.0f, 3.5f,
                                  4.0f, 5.0f, 6.0f, 7.0f, 8.0f, 0x1p-126f, 1e30f, 0x1.fffffep127f};
     int n = 0;
-    for (int i = 0; i < 12; i++)
+    for (int i = 0; i < (int)(sizeof sp / sizeof sp[0]); i++)
         x[n++] = tl_num_float(sp[i]);
     for (int i = 0; i < (int)(sizeof edge / sizeof edge[0]); i++)
         for (int d = -1; d <= 1; d++) {
