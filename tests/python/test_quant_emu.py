@@ -137,9 +137,10 @@ def test_per_channel_cast(t, h, rnd):
     assert_equal(sf, ref_sf)
 
 
+@pytest.mark.parametrize("h", [576, 512])    # 128 x 64 and 128 x 128 tiles
 @pytest.mark.parametrize("npt", [32, 128])
-def test_per_channel_cast_and_transpose(npt):
-    x = data(256, 576)
+def test_per_channel_cast_and_transpose(npt, h):
+    x = data(256, h)
     out, sf = Q.per_channel_cast_and_transpose(x, "e4m3", npt, True)
     ref, ref_sf = R.cast(x, "e4m3", (npt, 1), round_sf=True)
     assert_equal(out, ref.T.contiguous())

@@ -118,7 +118,10 @@ def _transpose_cast(x, npt, round_sf, without_transpose, clamp, swiglu, fn):
     if T == 0 or HO == 0:
         return out, sf
     require_cuda(x, fn)
-    k = kernel("per_channel_cast_transpose", SWIGLU=swiglu, NPT=npt, ROUND=round_sf, CLAMP=clamp is not None,
+    # 128 x 128 tiles where they stay at 2 blocks per SM (no SwiGLU, one scale per 128 rows: 118
+    # registers): 256-byte rows read, 8-byte transposed stores; otherwise 128 x 64
+    bk = 128 if not swiglu and npt == 128 and HO % 128 == 0 else 64
+    k = kernel("per_channel_cast_transpose", SWIGLU=swiglu, NPT=npt, ROUND=round_sf, CLAMP=clamp is not None, BK=bk,
                has_outt=not without_transpose, has_outn=without_transpose)
     k.launch(x, sf, None if without_transpose else out, out if without_transpose else None,
              float(clamp) if clamp is not None else 0.0, stream=_runtime.stream(x))
