@@ -576,22 +576,30 @@ static TStmt *lower_reduce(LT *L, TStmt *s)
             ts_push(k, out, ts_assign(k, accv[dr], combine(L, s->red, tx_var(k, accv[dr]), x)));
         }
     }
-    /* 2. across threads: the reduced thread modes */
+    /* 2. across threads: the reduced thread modes. The part of a mode whose lanes lie within a
+     * warp (its lowest power-of-two digits) is combined with shuffles; what remains (the warps'
+     * partial results) goes through shared memory, one value per warp instead of one per lane. */
     for (int i = 0; i < ref->nmodes; i++) {
-        const LMode *m = &ref->modes[i];
-        if (!m->thread || m->dim != s->dim || (group && m->stride * m->size > group))
+        const LMode *mode = &ref->modes[i];
+        if (!mode->thread || mode->dim != s->dim || (group && mode->stride * mode->size > group))
             continue;
-        bool pow2 = tl_is_pow2(m->size) && tl_is_pow2(m->div);
-        if (pow2 && (int64_t)m->div * m->size <= 32 && dtype_bits(acc) >= 32) {
-            for (int off = m->div; off < m->div * m->size; off *= 2) {
-                for (int r = 0; r < ndst; r++) {
-                    TExpr *args[2] = {tx_var(k, accv[r]), i32c(L, off)};
-                    TExpr *sh = tx_call(k, BI_SHFL_XOR, acc, args, 2);
-                    ts_push(k, out, ts_assign(k, accv[r], combine(L, s->red, tx_var(k, accv[r]), sh)));
-                }
+        LMode rest = *mode;
+        int inner = 1;
+        if (tl_is_pow2(mode->div) && dtype_bits(acc) >= 32)
+            while (mode->size % (inner * 2) == 0 && (int64_t)mode->div * inner * 2 <= 32)
+                inner *= 2;
+        for (int off = mode->div; off < mode->div * inner; off *= 2) {
+            for (int r = 0; r < ndst; r++) {
+                TExpr *args[2] = {tx_var(k, accv[r]), i32c(L, off)};
+                TExpr *sh = tx_call(k, BI_SHFL_XOR, acc, args, 2);
+                ts_push(k, out, ts_assign(k, accv[r], combine(L, s->red, tx_var(k, accv[r]), sh)));
             }
-            continue;
         }
+        if (inner == mode->size)
+            continue;
+        rest.size = mode->size / inner;
+        rest.div = mode->div * inner;
+        const LMode *m = &rest;
         /* through shared memory: scratch[r][t], then each thread combines the digits in order */
         int words = dtype_bits(acc) == 64 ? 2 : 1;
         int64_t n = (int64_t)ndst * k->nthreads * words;
