@@ -224,3 +224,13 @@ def test_swiglu_forward_per_token_moe(clamp):
     assert_equal(torch.where(pad, torch.zeros(()), sf), torch.where(pad, torch.zeros(()), ref_sf))
     if cnt is not None:
         assert torch.equal(cnt, ref_cnt)
+
+
+@pytest.mark.parametrize("flags", FLAGS[:2], ids=FLAG_IDS[:2])
+@pytest.mark.parametrize("h", [576, 4096, 7168])   # one group per thread; 32-element chunks, 128 or 224 threads a row
+def test_per_token_cast_e5m6(h, flags):
+    x = data(37, h)
+    out, sf = Q.per_token_cast(x, "e5m6", h, **flags)
+    ref, ref_sf = R.cast_to_e5m6(x, h, **flags)
+    assert_equal(out, ref)
+    assert_equal(sf, ref_sf)

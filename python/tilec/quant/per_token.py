@@ -224,10 +224,14 @@ def per_token_cast_to_e5m6(x: torch.Tensor, num_per_channels: int, use_tma_align
         return out, sf
     require_cuda(x, fn)
     sf_arg, sfp_arg = sf_out_args(sf, store, use_packed_ue8m0)
-    xarg = _runtime.Arg(x.data_ptr(), _FLOAT_IN[x.dtype], (T, H // 8, 8), (x.stride(0), 8, 1), x)
-    oarg = _runtime.Arg(out.data_ptr(), "u32", (T, H // 8, 3), (3 * H // 8, 3, 1), out)
+    # rows of whole warps of 32-element chunks (H % 1024 == 0): one row per block, H / 32 threads,
+    # each chunk's 12 words written as three 16-byte stores; otherwise single groups per thread
+    tile = dict(GW=4, NTH=H // 32, BK=H, BM=1) if H % 1024 == 0 and H <= 32768 else dict(GW=1)
+    gw = tile["GW"]
+    xarg = _runtime.Arg(x.data_ptr(), _FLOAT_IN[x.dtype], (T, H // (8 * gw), 8 * gw), (x.stride(0), 8 * gw, 1), x)
+    oarg = _runtime.Arg(out.data_ptr(), "u32", (T, H // (8 * gw), 3 * gw), (3 * H // 8, 3 * gw, 1), out)
     k = kernel("per_token_cast_e5m6", T=_FLOAT_IN[x.dtype], H=H, ROUND=round_sf, XA=pow2_divisor(x.stride(0), 32),
-               has_sf=sf_arg is not None, has_sfp=sfp_arg is not None)
+               **tile, has_sf=sf_arg is not None, has_sfp=sfp_arg is not None)
     k.launch(xarg, oarg, sf_arg, sfp_arg, stream=_runtime.stream(x))
     return out, sf
 
