@@ -122,8 +122,9 @@ def test_per_block_cast_lossless(in_block, in_flags, out_block):
 @pytest.mark.parametrize("out_fmt", ["fp32", "bf16"])
 @pytest.mark.parametrize("fmt, n", [("e4m3", 128), ("e2m1", 32)])
 @pytest.mark.parametrize("flags", FLAGS[:2], ids=FLAG_IDS[:2])
-def test_per_token_cast_back(flags, fmt, n, out_fmt):
-    xq = R.cast(data(37, 576), fmt, (1, n), **flags)
+@pytest.mark.parametrize("h", [576, 2048])      # default tiles; 4 x 1024 tiles with 32-element runs
+def test_per_token_cast_back(h, flags, fmt, n, out_fmt):
+    xq = R.cast(data(37, h), fmt, (1, n), **flags)
     assert_equal(Q.per_token_cast_back(xq, out_fmt, n), R.cast_back(xq, out_fmt, (1, n)))
 
 
