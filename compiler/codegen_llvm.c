@@ -156,7 +156,7 @@ static LLVMValueRef to_f32(CG *g, LLVMValueRef v, DType from);
  * and leaves in the low mantissa bits; from 2 up the code is the f32 exponent and top mantissa
  * bit after rounding the 22 bits below them to nearest-even, minus 252, capped at 7 (which also
  * catches infinities and NaNs, whose sign is dropped). */
-static LLVMValueRef f32_to_e2m1_soft(CG *g, LLVMValueRef x)
+static LLVMValueRef f32_to_e2m1_code32(CG *g, LLVMValueRef x)
 {
     LLVMBuilderRef b = g->b;
     LLVMValueRef bits = LLVMBuildBitCast(b, x, g->t_i32, "");
@@ -174,7 +174,13 @@ static LLVMValueRef f32_to_e2m1_soft(CG *g, LLVMValueRef x)
      * -inf included) are exactly those <= bits(-inf) */
     LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLE, bits, c32(g, (int32_t)0xFF800000u), "");
     LLVMValueRef sign = LLVMBuildSelect(b, neg, c32(g, 8), c32(g, 0), "");
-    return LLVMBuildTrunc(b, LLVMBuildOr(b, code, sign, ""), g->t_i8, "");
+    return LLVMBuildOr(b, code, sign, "");
+}
+
+/* the code as the i8 of an e2m1 register element */
+static LLVMValueRef f32_to_e2m1_soft(CG *g, LLVMValueRef x)
+{
+    return LLVMBuildTrunc(g->b, f32_to_e2m1_code32(g, x), g->t_i8, "");
 }
 
 /* e2m1 code -> f32, exact: 0, 0.5, 1, 1.5, 2, 3, 4, 6 with the sign in bit 3. The magnitude
@@ -612,6 +618,24 @@ static void cg_vstore(CG *g, TStmt *s)
     LLVMValueRef lin = linear_index(g, b, s->idx);
     LLVMValueRef p = elem_addr(g, b, lin);
     int n = s->vec;
+    if (b->dt == DT_E2M1 && g->k->sm < 100 && s->regs->dt == DT_F32 && n % 8 == 0) {
+        /* software encoding: the 4-bit codes (always 0..15) shifted straight into 32-bit words,
+         * which costs one shift-or per element instead of byte assembly */
+        int words = n / 8;
+        LLVMTypeRef vt = words == 1 ? g->t_i32 : LLVMVectorType(g->t_i32, (unsigned)words);
+        LLVMValueRef v = LLVMGetUndef(vt);
+        for (int w = 0; w < words; w++) {
+            LLVMValueRef acc = NULL;
+            for (int e = 0; e < 8; e++) {
+                LLVMValueRef c = f32_to_e2m1_code32(g, reg_get(g, s->regs, s->roff + 8 * w + e));
+                acc = e == 0 ? c : LLVMBuildOr(g->b, acc, LLVMBuildShl(g->b, c, c32(g, 4 * e), ""), "");
+            }
+            v = words == 1 ? acc : LLVMBuildInsertElement(g->b, v, acc, c32(g, w), "");
+        }
+        LLVMValueRef st = LLVMBuildStore(g->b, v, p);
+        LLVMSetAlignment(st, (unsigned)(s->align > 1 ? s->align : 1));
+        return;
+    }
     if (b->dt == DT_E2M1) {
         int bytes = n / 2;
         LLVMTypeRef vt = bytes == 1 ? g->t_i8 : LLVMVectorType(g->t_i8, (unsigned)bytes);
