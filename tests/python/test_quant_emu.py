@@ -235,3 +235,32 @@ def test_per_token_cast_e5m6(h, flags):
     ref, ref_sf = R.cast_to_e5m6(x, h, **flags)
     assert_equal(out, ref)
     assert_equal(sf, ref_sf)
+
+
+@pytest.mark.parametrize("kind", ["per_token", "per_token_fp4", "per_block", "per_block_32"])
+def test_packed_scale_padding_written(kind, monkeypatch):
+    """Packed UE8M0 storage is allocated uncleared for these kernels: its padding rows and groups
+    must come out zero whatever the memory held."""
+    empty = torch.empty
+
+    def dirty(*a, **k):
+        t = empty(*a, **k)
+        if t.dtype == torch.int32:
+            t.fill_(0x5A5A5A5A)
+        return t
+    monkeypatch.setattr(torch, "empty", dirty)
+    x = data(37, 4 * 128 + 64)                           # 37 rows, 5 or 9 groups of 128 / 64 columns
+    if kind == "per_token":
+        _, sf = Q.per_token_cast(x, "e4m3", 128, **PK)
+        nm = 37
+    elif kind == "per_token_fp4":
+        _, sf = Q.per_token_cast(x, "e2m1", 64, **PK)
+        nm = 37
+    else:
+        bs = (128, 128) if kind == "per_block" else (32, 32)
+        _, sf = Q.per_block_cast(x, "e4m3", bs, **PK)
+        nm = -(-37 // bs[0])
+    rows = -(-nm // 4) * 4
+    assert rows > nm
+    store = torch.as_strided(sf, (sf.shape[1], rows), (rows, 1))   # the int32 storage behind the view
+    assert torch.equal(store[:, nm:], torch.zeros_like(store[:, nm:]))

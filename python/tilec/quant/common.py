@@ -31,14 +31,18 @@ def get_physical_hidden(hidden: int, dtype) -> int:
     return hidden // 2 if dtype == torch.int8 else hidden
 
 
-def alloc_scaling_factors(nm: int, nk: int, use_tma_aligned_col_major_sf: bool, use_packed_ue8m0: bool, device):
+def alloc_scaling_factors(nm: int, nk: int, use_tma_aligned_col_major_sf: bool, use_packed_ue8m0: bool, device,
+                          kernel_pads_packed: bool = False):
     """The sf tensor in the layout of §1.4: row-major f32 (nm, nk); TMA-aligned column-major f32
     (strides (1, align(nm, 4))); or packed UE8M0, int32 (nm, cdiv(nk, 4)) column-major.
     Returns (sf view, storage): the storage is what kernels write through. Padding rows of the
-    column-major storage are zeroed (TileKernels leaves them unwritten)."""
+    column-major storage are zeroed (TileKernels leaves them unwritten): here, or by the kernel
+    for packed storage when ``kernel_pads_packed`` (dsl/quant.tl ue8m0_store), which saves a
+    memset launch."""
     rows = align(nm, 4)
     make = torch.zeros if rows != nm else torch.empty
     if use_packed_ue8m0:
+        make = torch.empty if kernel_pads_packed else make
         store = make((ceil_div(nk, 4), rows), dtype=torch.int32, device=device)
         return store[:, :nm].T, store
     if use_tma_aligned_col_major_sf:

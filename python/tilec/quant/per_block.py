@@ -57,7 +57,8 @@ def per_block_cast(x: torch.Tensor, fmt: str, block_size: Tuple[int, int], use_t
     T, H, bm, bn = _check(x, fmt, block_size, use_tma_aligned_col_major_sf, round_sf, use_packed_ue8m0, fn)
     nm, nk = get_sf_shape(T, H, (bm, bn))
     out, out_arg = _out(T, H, fmt, x.device)
-    sf, store = alloc_scaling_factors(nm, nk, use_tma_aligned_col_major_sf, use_packed_ue8m0, x.device)
+    sf, store = alloc_scaling_factors(nm, nk, use_tma_aligned_col_major_sf, use_packed_ue8m0, x.device,
+                                      kernel_pads_packed=True)
     if T == 0:
         return out, sf
     require_cuda(x, fn)
@@ -73,7 +74,8 @@ def per_block_cast_with_sf_only(x: torch.Tensor, fmt: str, block_size: Tuple[int
     fn = "per_block_cast_with_sf_only"
     T, H, bm, bn = _check(x, fmt, block_size, use_tma_aligned_col_major_sf, round_sf, use_packed_ue8m0, fn)
     nm, nk = get_sf_shape(T, H, (bm, bn))
-    sf, store = alloc_scaling_factors(nm, nk, use_tma_aligned_col_major_sf, use_packed_ue8m0, x.device)
+    sf, store = alloc_scaling_factors(nm, nk, use_tma_aligned_col_major_sf, use_packed_ue8m0, x.device,
+                                      kernel_pads_packed=True)
     if T == 0:
         return sf
     require_cuda(x, fn)

@@ -146,7 +146,8 @@ def per_token_cast(x, fmt: str, num_per_channels: int, x_block_size: Optional[Tu
         raise ValueError(f"{fn}: fmt='e2m1' needs an even hidden size, got {H}")
     nm, nk = get_sf_shape(T, H, (1, num_per_channels))
     out, out_arg = _out(T, H, fmt, xt.device)
-    sf, store = alloc_scaling_factors(nm, nk, use_tma_aligned_col_major_sf, use_packed_ue8m0, xt.device)
+    sf, store = alloc_scaling_factors(nm, nk, use_tma_aligned_col_major_sf, use_packed_ue8m0, xt.device,
+                                      kernel_pads_packed=True)
     if T == 0:
         return out, sf
     require_cuda(xt, fn)
@@ -166,7 +167,8 @@ def per_token_cast_with_sf_only(x, fmt: str, num_per_channels: int, x_block_size
     T, H, tname, xarg, _, _, _, _, xt = _prepare(x, fmt, num_per_channels, x_block_size, use_tma_aligned_col_major_sf,
                                                  round_sf, use_packed_ue8m0, fn, "sf_only")
     nm, nk = get_sf_shape(T, H, (1, num_per_channels))
-    sf, store = alloc_scaling_factors(nm, nk, use_tma_aligned_col_major_sf, use_packed_ue8m0, xt.device)
+    sf, store = alloc_scaling_factors(nm, nk, use_tma_aligned_col_major_sf, use_packed_ue8m0, xt.device,
+                                      kernel_pads_packed=True)
     if T == 0:
         return sf
     require_cuda(xt, fn)
