@@ -65,4 +65,10 @@ void ref_per_token_cast(const RefCast *c)
             for (int g = NG; g % 4; g++)
                 c->sfp[(size_t)(g / 4) * (size_t)c->sp + (size_t)(4 * t + g % 4)] = 0;
     }
+    /* and so are the rows that pad the packed storage to a multiple of 4 tokens (the kernel
+     * writes them so that the storage needs no clearing) */
+    if (c->sfp)
+        for (int t = c->M; t % 4; t++)
+            for (int g = 0; g < (NG + 3) / 4 * 4; g++)
+                c->sfp[(size_t)(g / 4) * (size_t)c->sp + (size_t)(4 * t + g % 4)] = 0;
 }
