@@ -150,28 +150,33 @@ static LLVMValueRef inline_asm(CG *g, LLVMTypeRef ret, const char *code, const c
 
 static LLVMValueRef to_f32(CG *g, LLVMValueRef v, DType from);
 
-/* f32 -> e2m1 code (low nibble), RNE with saturation to ±6; NaN -> +6. Bit arithmetic instead
- * of a ladder of seven compares (this runs once per element of every FP4 store):
- * below 2 the codes are the multiples of 0.5, which adding 2^22 (ulp 0.5) rounds to nearest-even
- * and leaves in the low mantissa bits; from 2 up the code is the f32 exponent and top mantissa
- * bit after rounding the 22 bits below them to nearest-even, minus 252, capped at 7 (which also
- * catches infinities and NaNs, whose sign is dropped). */
+/* f32 -> e2m1 code (low nibble), RNE with saturation to ±6; NaN -> +6. Mostly f32 arithmetic,
+ * which the GPU issues at twice the rate of integer, compare and select instructions (this runs
+ * once per element of every FP4 store). For a = |x|, adding 2^22, 2^23 and 2^24 rounds a to
+ * nearest-even multiples of 0.5, 1 and 2 (the e2m1 spacings below 2, in [2, 4) and from 4 up);
+ * the code is then the smallest of the three lines 2 r0, r1 + 2 and r2 / 2 + 4 and of 7 (checked
+ * against the threshold encoder on every non-negative f32). The lines are computed with 2^23
+ * added, exactly, so that the result's low mantissa bits are the code; min ignores NaNs, so a
+ * NaN gives 7. The sign comes from the bits, except on NaNs. */
 static LLVMValueRef f32_to_e2m1_code32(CG *g, LLVMValueRef x)
 {
     LLVMBuilderRef b = g->b;
+    LLVMTypeRef f = g->t_f32;
     LLVMValueRef bits = LLVMBuildBitCast(b, x, g->t_i32, "");
-    LLVMValueRef abits = LLVMBuildAnd(b, bits, c32(g, 0x7FFFFFFF), "");
-    LLVMValueRef a = LLVMBuildBitCast(b, abits, g->t_f32, "");
-    LLVMValueRef snap = LLVMBuildBitCast(b, LLVMBuildFAdd(b, a, cf32(g, 0x1p22f), ""), g->t_i32, "");
-    LLVMValueRef small = LLVMBuildSub(b, snap, c32(g, 0x4A800000), "");
-    LLVMValueRef odd = LLVMBuildAnd(b, LLVMBuildLShr(b, abits, c32(g, 22), ""), c32(g, 1), "");
-    LLVMValueRef up = LLVMBuildAdd(b, LLVMBuildAdd(b, abits, odd, ""), c32(g, 0x1FFFFF - 0x3F000000), "");
-    LLVMValueRef big = LLVMBuildLShr(b, up, c32(g, 22), "");
-    big = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, big, c32(g, 7), ""), c32(g, 7), big, "");
-    LLVMValueRef lt2 = LLVMBuildICmp(b, LLVMIntULT, abits, c32(g, 0x40000000), "");
-    LLVMValueRef code = LLVMBuildSelect(b, lt2, small, big, "");
-    /* the sign bit, except on NaNs: as signed integers the negative non-NaN encodings (-0 and
-     * -inf included) are exactly those <= bits(-inf) */
+    LLVMValueRef a = call_overloaded(g, "llvm.fabs", &f, 1, &x, 1);
+    LLVMValueRef s0 = LLVMBuildFAdd(b, a, cf32(g, 0x1p22f), "");
+    LLVMValueRef s1 = LLVMBuildFAdd(b, a, cf32(g, 0x1p23f), "");
+    LLVMValueRef s2 = LLVMBuildFAdd(b, a, cf32(g, 0x1p24f), "");
+    LLVMValueRef l0 = LLVMBuildFMul(b, s0, cf32(g, 2.0f), "");      /* 2^23 + 2 r0 */
+    LLVMValueRef l1 = LLVMBuildFAdd(b, s1, cf32(g, 2.0f), "");      /* 2^23 + r1 + 2 */
+    LLVMValueRef a2[3] = {s2, cf32(g, 0.5f), cf32(g, 4.0f)};
+    LLVMValueRef l2 = call_overloaded(g, "llvm.fma", &f, 1, a2, 3); /* 2^23 + r2 / 2 + 4 */
+    LLVMValueRef m01[2] = {l0, l1}, m2[2] = {l2, cf32(g, 0x1p23f + 7.0f)};
+    LLVMValueRef m[2] = {call_overloaded(g, "llvm.minnum", &f, 1, m01, 2), call_overloaded(g, "llvm.minnum", &f, 1, m2, 2)};
+    LLVMValueRef low = LLVMBuildBitCast(b, call_overloaded(g, "llvm.minnum", &f, 1, m, 2), g->t_i32, "");
+    LLVMValueRef code = LLVMBuildAnd(b, low, c32(g, 7), "");
+    /* as signed integers the negative non-NaN encodings (-0 and -inf included) are exactly those
+     * <= bits(-inf) */
     LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLE, bits, c32(g, (int32_t)0xFF800000u), "");
     LLVMValueRef sign = LLVMBuildSelect(b, neg, c32(g, 8), c32(g, 0), "");
     return LLVMBuildOr(b, code, sign, "");
