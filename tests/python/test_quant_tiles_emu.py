@@ -1,6 +1,7 @@
 """The quantisation and transpose kernels on the CPU emulator (TILEC_DEVICE=cpu) against the
-tilec.torch references, byte for byte, on small shapes with ragged row counts, exact rounding
-ties and every code of the FP4 grid. Skipped on machines with a GPU (tests/gpu covers them
+tilec.torch references, byte for byte, aimed at the performance choices: every tile and thread
+count the wrappers pick (per-run scales, 128-thread SwiGLU, 512-thread blocks, E5M6 chunks, 4 x
+1024 cast-back tiles), exact FP4 / FP8 rounding ties, and the padding the kernels now write. Skipped on machines with a GPU (tests/gpu covers them
 there), without torch, or when the runtime has no CPU device.
 
 TILEC_BUILD_PYTHON: the package to test (default build/python); TILEC_KERNELS: the kernel
