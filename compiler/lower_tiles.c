@@ -49,58 +49,6 @@ static TStmt *reg_store(LT *L, TBuf *f, int r, TExpr *v)
     return ts_store(L->k, regs_of(L, f), &i, 1, tx_cvt(L->k, f->dt, v, RND_DEFAULT));
 }
 
-/* sum over the thread modes of `dim`: ((tid / div) % size) * stride */
-static TExpr *thread_coord(LT *L, const Layout *l, int dim)
-{
-    TKernel *k = L->k;
-    TExpr *sum = i32c(L, 0);
-    for (int i = 0; i < l->nmodes; i++) {
-        const LMode *m = &l->modes[i];
-        if (!m->thread || m->dim != dim)
-            continue;
-        TExpr *t = tx_special(k, SP_TID_X);
-        if (m->div > 1)
-            t = tx_bin(k, OP_DIV, t, i32c(L, m->div));
-        if ((int64_t)m->div * m->size < l->nthreads)
-            t = tx_bin(k, OP_MOD, t, i32c(L, m->size));
-        if (m->stride != 1)
-            t = tx_bin(k, OP_MUL, t, i32c(L, m->stride));
-        sum = tx_bin(k, OP_ADD, sum, t);
-    }
-    return sum;
-}
-
-static int64_t reg_coord(const Layout *l, int r, int dim)
-{
-    int64_t c = 0;
-    for (int i = 0; i < l->nmodes; i++) {
-        const LMode *m = &l->modes[i];
-        if (!m->thread && m->dim == dim)
-            c += (int64_t)((r / m->div) % m->size) * m->stride;
-    }
-    return c;
-}
-
-/* threads that hold a replica of someone else's elements skip stores: true for one replica */
-static TExpr *leader_pred(LT *L, const Layout *l)
-{
-    TKernel *k = L->k;
-    TExpr *p = NULL;
-    for (int i = 0; i < l->nmodes; i++) {
-        const LMode *m = &l->modes[i];
-        if (!m->thread || m->dim >= 0)
-            continue;
-        TExpr *t = tx_special(k, SP_TID_X);
-        if (m->div > 1)
-            t = tx_bin(k, OP_DIV, t, i32c(L, m->div));
-        if ((int64_t)m->div * m->size < l->nthreads)
-            t = tx_bin(k, OP_MOD, t, i32c(L, m->size));
-        TExpr *c = tx_bin(k, OP_EQ, t, i32c(L, 0));
-        p = p ? tx_bin(k, OP_LAND, p, c) : c;
-    }
-    return p;
-}
-
 static TStmt *guard(LT *L, TExpr *pred, TStmt *s)
 {
     if (!pred)
@@ -344,11 +292,11 @@ static TStmt *lower_transposing_copy(LT *L, TStmt *s, TStmt *out)
     int64_t n = (int64_t)v * v;
     TBuf *in = tir_buf(k, "tin", SC_LOCAL, src->buf->dt, 1, &n);
     TBuf *tr = tir_buf(k, "tout", SC_LOCAL, src->buf->dt, 1, &n);
-    TExpr *tc0 = thread_coord(L, lay, 0), *tc1 = thread_coord(L, lay, 1);
-    TExpr *store_pred = leader_pred(L, lay);
+    TExpr *tc0 = layout_thread_coord(L->k, lay, 0), *tc1 = layout_thread_coord(L->k, lay, 1);
+    TExpr *store_pred = layout_leader_pred(L->k, lay);
     for (int r = 0; r < lay->nregs; r++) {
-        TExpr *q0 = tx_bin(k, OP_ADD, tc0, i32c(L, reg_coord(lay, r, 0)));
-        TExpr *q1 = tx_bin(k, OP_ADD, tc1, i32c(L, reg_coord(lay, r, 1)));
+        TExpr *q0 = tx_bin(k, OP_ADD, tc0, i32c(L, layout_reg_coord(lay, r, 0)));
+        TExpr *q1 = tx_bin(k, OP_ADD, tc1, i32c(L, layout_reg_coord(lay, r, 1)));
         if (split) {
             /* q1 = (hi * H + sub) * lanes_i + lo  ->  micro-tile (q0 * H + sub, hi * lanes_i + lo) */
             TExpr *lo = tx_bin(k, OP_MOD, q1, i32c(L, lanes_i));
@@ -442,12 +390,12 @@ static TStmt *lower_copy_body(LT *L, TStmt *s)
     int rd = rank - 1;
     TExpr *tc[TL_MAX_RANK];
     for (int i = 0; i < rank; i++)
-        tc[i] = thread_coord(L, lay, i);
-    TExpr *store_pred = (!dfrag) ? leader_pred(L, lay) : NULL;
+        tc[i] = layout_thread_coord(L->k, lay, i);
+    TExpr *store_pred = (!dfrag) ? layout_leader_pred(L->k, lay) : NULL;
     for (int r0 = 0; r0 < lay->nregs; r0 += run) {
         TExpr *coord[TL_MAX_RANK];
         for (int i = 0; i < rank; i++)
-            coord[i] = tx_bin(k, OP_ADD, tc[i], i32c(L, reg_coord(lay, r0, i)));
+            coord[i] = tx_bin(k, OP_ADD, tc[i], i32c(L, layout_reg_coord(lay, r0, i)));
         move_run(L, out, src, dst, sfrag, dfrag, r0, coord, rd, run, s->other, store_pred);
     }
     return out;
@@ -493,12 +441,12 @@ static TStmt *lower_fill(LT *L, TStmt *s)
         for (int d = 0; d < b->rank; d++)
             idx[d] = dst->start[d];
         for (int i = 0; i < dst->rank; i++) {
-            TExpr *c = b->scope == SC_LOCAL ? i32c(L, reg_coord(lay, r, i))
-                                            : tx_bin(k, OP_ADD, thread_coord(L, lay, i), i32c(L, reg_coord(lay, r, i)));
+            TExpr *c = b->scope == SC_LOCAL ? i32c(L, layout_reg_coord(lay, r, i))
+                                            : tx_bin(k, OP_ADD, layout_thread_coord(L->k, lay, i), i32c(L, layout_reg_coord(lay, r, i)));
             idx[dst->src_dim[i]] = tx_bin(k, OP_ADD, dst->start[dst->src_dim[i]], c);
         }
         TStmt *st = ts_store(k, b, idx, b->rank, s->e);
-        ts_push(k, out, b->scope == SC_LOCAL ? st : guard(L, leader_pred(L, lay), st));
+        ts_push(k, out, b->scope == SC_LOCAL ? st : guard(L, layout_leader_pred(L->k, lay), st));
     }
     return out;
 }
@@ -836,14 +784,14 @@ static TStmt *lower_parallel(LT *L, TStmt *s)
         if (t->scope == SC_SHARED)
             lay = layout_default(k->arena, t->rank, t->shape, k->nthreads, 1, 0);
         S.lay = t->scope == SC_FRAG ? lay : NULL;
-        S.leader = leader_pred(L, lay);
+        S.leader = layout_leader_pred(L->k, lay);
         TExpr *tc[TL_MAX_RANK];
         for (int d = 0; d < t->rank; d++)
-            tc[d] = thread_coord(L, lay, d);
+            tc[d] = layout_thread_coord(L->k, lay, d);
         for (int r = 0; r < lay->nregs; r++) {
             S.r = r;
             for (int d = 0; d < t->rank; d++)
-                S.coord[d] = tx_bin(k, OP_ADD, tc[d], i32c(L, reg_coord(lay, r, d)));
+                S.coord[d] = tx_bin(k, OP_ADD, tc[d], i32c(L, layout_reg_coord(lay, r, d)));
             TStmt *blk = ts_seq(k);
             blk->body = rw_list(&S, s->body, s->nbody);
             blk->nbody = s->nbody;
