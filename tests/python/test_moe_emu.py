@@ -210,6 +210,20 @@ def test_expand_to_fused_with_sf(col, packed, npc):
     assert_equal(osf, rsf)
 
 
+@pytest.mark.parametrize("col", [False, True])
+def test_expand_to_fused_with_sf_many_scales(col):
+    """256 scale words per row for 128 threads: the words past the first NT go through the
+    second loop."""
+    T, K, E, H = 9, 4, 5, 8192
+    p2e, _, _, ttp, *_ = mapping(T, K, E, seed=3)
+    data = torch.randint(0, 255, (T, H), dtype=torch.uint8)
+    sf = torch.rand(T, H // 32)
+    out, osf = moe.expand_to_fused_with_sf((data, sf), 32, ttp, p2e, use_tma_aligned_col_major_sf=col)
+    rout, rsf = ref.expand_to_fused_with_sf((data, sf), 32, ttp, p2e, use_tma_aligned_col_major_sf=col)
+    assert_equal(out, rout)
+    assert_equal(osf, rsf)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("fmt", ["", "e4m3"])
 @pytest.mark.parametrize("weights, with_sf", [(True, False), (False, True), (True, True)])
@@ -279,6 +293,17 @@ def test_reduce_fused_row_counts(K):
     xin = (x, torch.rand(p2e.shape[0]))
     w = torch.rand(T, K)
     assert_equal(moe.reduce_fused(xin, w, ttp), ref.reduce_fused(xin, w, ttp))
+
+
+@pytest.mark.parametrize("H", [1536, 2560])
+def test_reduce_fused_chunk_shapes(H):
+    """Blocks of 64 threads x 3 vectors and 160 threads x 2 (whole rows, a thread count that is
+    not a power of two); tokens with no valid slot, one, and several."""
+    T, K, E = 7, 4, 5
+    p2e, _, _, ttp, *_ = mapping(T, K, E, align=1, seed=H)
+    x = torch.randn(p2e.shape[0], H).to(torch.bfloat16)
+    w = torch.rand(T, K)
+    assert_equal(moe.reduce_fused(x, w, ttp), ref.reduce_fused(x, w, ttp))
 
 
 def test_reduce_fused_keeps_negative_zero():
