@@ -141,8 +141,10 @@ def test_top2_sum_gate_stability():
 # ---- fused layout ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("T, K, E, align", [(40, 6, 9, 16), (700, 8, 32, 128), (1500, 9, 4, 64), (300, 2, 256, 1),
-                                            (0, 2, 8, 16), (5, 1, 1, 64)])
+                                            (0, 2, 8, 16), (5, 1, 1, 64), (2000, 2, 16, 16), (4000, 8, 32, 16)])
 def test_get_fused_mapping(T, K, E, align, num_sms):
+    """(2000, 2): one block, two chunks of 256 entries per warp; (4000, 8) on 7 SMs: 576 entries
+    per warp, a partial third chunk."""
     idx = routing(T, K, E, seed=T + K)
     got = moe.get_fused_mapping(idx, E, 0, align)
     want = ref.get_fused_mapping(idx, E, 0, align)
