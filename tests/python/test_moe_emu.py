@@ -80,6 +80,8 @@ def test_topk_gate(E, K):
     s = torch.randn(37, E)
     s[3] = 0.0                 # a row of ties
     s[5, :E // 2] = float("-inf")
+    s[6] = torch.tensor([-0.0, 0.0, 1.0, -1.0])[torch.randint(0, 4, (E,))]   # ties across lanes, -0.0 == 0.0
+    s[7] = float("-inf")
     assert_equal(moe.topk_gate(s, K), ref.stable_topk(s, K))
 
 
