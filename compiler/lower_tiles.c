@@ -15,8 +15,12 @@
 /* How a copy's memory accesses are emitted. A copy is lowered twice: FAST, every run as vector
  * accesses with no checks, collecting in `all_in` the condition that every run is inside the
  * tensor; then, only if that condition is not statically true, SAFE, element by element with a
- * check each. One branch per thread picks the version: the vector path carries no checks. */
-typedef enum { COPY_FAST, COPY_SAFE } CopyMode;
+ * check each. One branch per thread picks the version: the vector path carries no checks.
+ * When every run is known to lie wholly inside or wholly outside the tensor (its start and the
+ * extent along its dimension are multiples of its length), there are no ragged tails: the copy
+ * is lowered once more, GUARDED, each run as vector accesses under the check of its first
+ * element, and that single version replaces the pair (no element-wise code, fewer registers). */
+typedef enum { COPY_FAST, COPY_SAFE, COPY_GUARDED } CopyMode;
 
 typedef struct LT {
     TKernel *k;
@@ -24,6 +28,7 @@ typedef struct LT {
     TBuf *scratch;
     CopyMode mode;
     TExpr *all_in;
+    bool all_whole;     /* FAST: every run so far is wholly inside or wholly outside */
 } LT;
 
 static TExpr *i32c(LT *L, int64_t v) { return tx_const_int(L->k, DT_I32, v); }
@@ -140,7 +145,7 @@ static void emit_side(LT *L, TStmt *out, bool load, Region *r, TExpr **idx, int 
     TKernel *k = L->k;
     TBuf *b = r->buf;
     TStmt *res = ts_seq(k);
-    if (L->mode == COPY_FAST) {
+    if (L->mode == COPY_FAST || L->mode == COPY_GUARDED) {
         bool contiguous = unit_stride(L, b, bd);
         int es_bits = dtype_bits(b->dt);
         int piece = 1;
@@ -153,8 +158,14 @@ static void emit_side(LT *L, TStmt *out, bool load, Region *r, TExpr **idx, int 
         if (b->dt == DT_E2M1 && piece < 2)
             piece = 2; /* nibbles move in whole bytes */
         TExpr *full = bounds_pred(L, r, idx, bd, len);
-        if (full)
+        if (full && L->mode == COPY_FAST) {
             L->all_in = L->all_in ? tx_bin(k, OP_LAND, L->all_in, full) : full;
+            if (len > 1 && !(contiguous && b->dt != DT_E2M1 && tir_known_div(k, idx[bd]) % len == 0 &&
+                             tir_known_div(k, b->gdim[bd]) % len == 0))
+                L->all_whole = false;
+        }
+        TExpr *first = L->mode == COPY_GUARDED && full ? bounds_pred(L, r, idx, bd, 1) : NULL;
+        TStmt *vecs = first ? ts_seq(k) : res;
         for (int j = 0; j < len; j += piece) {
             TStmt *v = ts_new(k, load ? TS_VLOAD : TS_VSTORE, loc_none());
             v->buf = b;
@@ -166,7 +177,19 @@ static void emit_side(LT *L, TStmt *out, bool load, Region *r, TExpr **idx, int 
             v->align = known_align(L, b, v->idx);
             v->regs = tmp;
             v->roff = toff + j;
-            ts_push(k, res, v);
+            ts_push(k, vecs, v);
+        }
+        if (first && load) {
+            TExpr *oth = other ? other : (dtype_is_float(tmp->dt) ? tx_const_float(k, DT_F32, 0) : i32c(L, 0));
+            TStmt *ie = ts_if(k, first);
+            ts_push(k, ie, vecs);
+            for (int q = 0; q < len; q++) {
+                TExpr *ri = i32c(L, toff + q);
+                ts_push_else(k, ie, ts_store(k, tmp, &ri, 1, tx_cvt(k, tmp->dt, oth, RND_DEFAULT)));
+            }
+            ts_push(k, res, ie);
+        } else if (first) {
+            ts_push(k, res, guard(L, first, vecs));
         }
     } else {
         TExpr *oth = other ? other : (dtype_is_float(tmp->dt) ? tx_const_float(k, DT_F32, 0) : i32c(L, 0));
@@ -406,10 +429,17 @@ static TStmt *lower_copy(LT *L, TStmt *s)
     TKernel *k = L->k;
     L->mode = COPY_FAST;
     L->all_in = NULL;
+    L->all_whole = true;
     TStmt *fast = lower_copy_body(L, s);
     TExpr *all_in = L->all_in;
     if (!all_in)
         return fast;
+    if (L->all_whole) {
+        L->mode = COPY_GUARDED;
+        TStmt *guarded = lower_copy_body(L, s);
+        L->mode = COPY_FAST;
+        return guarded;
+    }
     L->mode = COPY_SAFE;
     TStmt *safe = lower_copy_body(L, s);
     L->mode = COPY_FAST;
