@@ -477,8 +477,10 @@ static LLVMValueRef opaque_canon(EL *el, unsigned w)
         LLVMValueRef c = LLVMConstInt(it, ~0ull >> (65 - w), 0);
         *slot = LLVMBuildCall2(el->b, fty, as, &c, 1, "");
         static const char *const attrs[] = {"nounwind", "willreturn", "nosync", "nofree", "memory"};
-        for (unsigned i = 0; i < 5; i++) /* memory(none): 0 */
-            LLVMAddCallSiteAttribute(*slot, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(el->ctx, attr_kind(attrs[i]), 0));
+        for (unsigned i = 0; i < 5; i++) { /* memory(none): 0 */
+            LLVMAttributeRef a = LLVMCreateEnumAttribute(el->ctx, attr_kind(attrs[i]), 0);
+            LLVMAddCallSiteAttribute(*slot, LLVMAttributeFunctionIndex, a);
+        }
         LLVMSetCurrentDebugLocation2(el->b, loc);
     }
     return *slot;

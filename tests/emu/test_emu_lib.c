@@ -317,7 +317,8 @@ static void test_cvt(void)
             volatile double wd = (double)vv;
             fesetround(FE_TONEAREST);
             /* a NaN keeps its sign and the top of its payload, and becomes quiet (H200) */
-            uint32_t wb = isnan(d) ? (uint32_t)(bits64(d) >> 63) << 31 | 0x7FC00000u | (uint32_t)(bits64(d) >> 29 & 0x3FFFFF)
+            uint64_t db = bits64(d);
+            uint32_t wb = isnan(d) ? (uint32_t)(db >> 63) << 31 | 0x7FC00000u | (uint32_t)(db >> 29 & 0x3FFFFF)
                                    : tl_num_bits(want);
             uint64_t got = tl_emu_cvt(bits64(d), TL_EMU_F64, TL_EMU_F32, (uint32_t)r);
             uint64_t gi = tl_emu_cvt((uint64_t)v, TL_EMU_S64, TL_EMU_F32, (uint32_t)r);

@@ -192,8 +192,9 @@ static void run_case(const char *dir, const Case *c, int opt)
             n = a->bytes;
         }
         ok = data[i] && n == a->bytes;
-        EH_CHECK(ok, "%s: %s: %s, want %zu bytes of %s", c->name, path, data[i] ? "wrong size" : "missing", a->bytes,
-                 a->dtype);
+        EH_CHECK(data[i], "%s: the input %s is missing", c->name, path);
+        EH_CHECK(!data[i] || ok, "%s: %s holds %zu bytes; argument %d is %zu bytes of %s", c->name, path, n, i,
+                 a->bytes, a->dtype);
         args[i] = eh_tensor(data[i], a->rank, a->shape, NULL);
     }
     EH_CHECK(!ok || nscalar == c->nscalars, "%s: the test gives %d scalar(s), the recording has %d", c->name,
@@ -208,7 +209,9 @@ static void run_case(const char *dir, const Case *c, int opt)
             snprintf(path, sizeof path, "%s/%s.gpu.%d.bin", dir, c->name, i);
             size_t n = 0;
             void *want = read_file(path, &n);
-            EH_CHECK(want && n == r.args[i].bytes, "%s: %s: %s", c->name, path, want ? "wrong size" : "missing");
+            EH_CHECK(want, "%s: the GPU's output %s is missing", c->name, path);
+            EH_CHECK(!want || n == r.args[i].bytes, "%s: %s holds %zu bytes; argument %d is %zu bytes of %s",
+                     c->name, path, n, i, r.args[i].bytes, r.args[i].dtype);
             if (want && n == r.args[i].bytes) {
                 char what[256];
                 snprintf(what, sizeof what, "%s (O%d) argument %d", c->name, opt, i);

@@ -21,7 +21,7 @@ Cases:
             exp2 / rsqrt (the MUFU tables built into the library), f32 <-> f64 NaNs, atomic adds
             of subnormals, f64 arithmetic and conversions of NaNs. Informational: each line says
             which detail differs. The run of 2026-11-30 is kept in tests/gpu/recorded/ and
-            the emulator now matches it; probe_f64 was added after it (not measured yet).
+            the emulator now matches it; probe_sign and probe_f64 came after it (not measured yet).
 
 Exit status: 0 when every `kernels` and `specials` case matches, 1 otherwise, 2 on setup errors.
 """
@@ -402,6 +402,8 @@ def probe_cases(rng):
     out.append(("probes", "probe_atomic (atomic_add with subnormals, global and shared)", "probe", "probe_atomic",
                 [], [T("f32", [len(adds)], pack_f32(adds)), T("f32", [len(acc0)], pack_f32(acc0), out=True),
                      T("f32", [len(acc0)], pack_f32(acc0), out=True)]))
+    out.append(("probes", "probe_sign (copysign ceil trunc clamp on special pairs)", "probe", "probe_sign", [],
+                [T("f32", [n], pack_f32(a)), T("f32", [n], pack_f32(b)), T("f32", [n, 4], out=True)]))
     # f64 special pairs, and NaNs with payload bits high enough to survive f64 -> f32; f16 / bf16
     # NaNs widened to f64; NaN sums of f32 atomic adds
     sp64 = [0x0000000000000000, 0x8000000000000000, 0x3FF0000000000000, 0xBFF0000000000000, 0x0000000000000001,
