@@ -1,9 +1,11 @@
 """The MoE family on the GPU: each function at decode (128 tokens) and prefill (4001 and 16384
 tokens) sizes, next to its PyTorch reference (tilec.torch) and torch.compile of that reference,
 in the same run. GPU times as bench_gpu.py measures them (a spin kernel ahead of each start event,
-median of many calls, inputs rotated past the L2 cache); GB/s = logical bytes (inputs read once,
-outputs written once, as TileKernels counts them) / time, and for the bandwidth-bound functions
-(expand_to_fused*, reduce_fused) the fraction of the device-to-device copy ceiling.
+median of many calls, inputs rotated past the L2 cache), after about 20 ms of spinning that brings
+the clocks back up after the baselines' compiles; GB/s = bytes moved (inputs read once, outputs
+written once) / time, and for the bandwidth-bound functions (expand_to_fused*, reduce_fused) the
+fraction of the device-to-device copy ceiling. The expands and reduce_fused count only the rows
+they read: x rows of tokens with at least one valid slot, expert rows of valid slots.
 
 Usage: python bench/bench_moe.py [--json FILE] [--quick] [--no-compile]
 (the table goes to stdout; --json defaults to $OUT/bench_moe.json when $OUT is set)."""
@@ -35,6 +37,21 @@ def topk_idx(T, k=K, e_local=E_TOTAL // EP):
     return torch.where(idx >= e_local, torch.full_like(idx, -1), idx).contiguous()
 
 
+def routed_rows(ttp):
+    """Tokens with at least one valid slot: the rows of x that expand_to_fused actually reads (a
+    token routed to no local expert is never read, so counting all of x would overstate GB/s)."""
+    return int((ttp >= 0).any(dim=1).sum())
+
+
+def warm_gpu():
+    """About 20 ms of spinning before a function is timed. The torch.compile baselines keep the
+    GPU idle for seconds while they compile; the clocks then drop, and the first few ms of the
+    next timing (50 calls of a few us each fit in them) ran slow: 128-token normalize_weight and
+    group_count measured 15 us right after a compile, 4-6 us elsewhere."""
+    torch.cuda._sleep(40_000_000)
+    torch.cuda.synchronize()
+
+
 def compiled(fn):
     try:
         return torch.compile(fn, dynamic=True)
@@ -59,6 +76,7 @@ def main():
         nbytes = (in_bytes(sample) if in_bytes else count_bytes(*sample)) + \
             (out_bytes(sample, res) if out_bytes else count_bytes(res))
         inputs = rotated(make, count_bytes(*sample))
+        warm_gpu()
         t_ours = time_fn(ours, inputs)
         t_ref = t_comp = None
         try:
@@ -118,14 +136,16 @@ def main():
             return ttp, p2e
         bench("expand_to_fused", T,
               lambda T=T: (torch.randn((T, H), device="cuda").bfloat16(), *make_map(T)),
-              m.expand_to_fused, ref.expand_to_fused, c_exp)
+              m.expand_to_fused, ref.expand_to_fused, c_exp,
+              in_bytes=lambda s: count_bytes(s[1], s[2]) + routed_rows(s[1]) * H * 2)
 
         def make_q(T=T):
             x = torch.randn((T, H), device="cuda").to(torch.float8_e4m3fn)
             return (x, torch.rand((T, H // 128), device="cuda"), *make_map(T))
         bench("expand_to_fused_with_sf", T, make_q,
               lambda x, s, t, p: m.expand_to_fused_with_sf((x, s), 128, t, p),
-              lambda x, s, t, p: ref.expand_to_fused_with_sf((x, s), 128, t, p), c_exps)
+              lambda x, s, t, p: ref.expand_to_fused_with_sf((x, s), 128, t, p), c_exps,
+              in_bytes=lambda s: count_bytes(s[2], s[3]) + routed_rows(s[2]) * (H + H // 128 * 4))
 
         def make_r(T=T, k=6):
             i = topk_idx(T, k)

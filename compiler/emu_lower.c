@@ -5,8 +5,9 @@
  *     MUFU ex2 / rsqrt, cp.async, trap) and every inline-asm `cvt` becomes a call to the
  *     emulator's ABI (runtime/emu/tl_emu_abi.h), which reads the current fiber;
  *   - conversions that involve f16, bf16 or f64, min/max, and f32 atomic adds go through the
- *     emulator's bit-exact versions, and float arithmetic results that are NaN become the GPU's
- *     canonical NaN, because x86 keeps NaN payloads where the GPU does not;
+ *     emulator's bit-exact versions, and float arithmetic results that are NaN (f32 negation
+ *     and abs included) become the GPU's canonical NaN, because x86 keeps NaN payloads where
+ *     the GPU does not;
  *   - shared memory (the extern array tl_smem) becomes the current block's buffer, and every
  *     shared-memory access reports itself first (bounds check and racecheck);
  *   - f16 / bf16 values that are only moved become i16, since x86 would move them through f32
@@ -51,6 +52,7 @@ typedef struct EL {
     LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, v, p0, p1, p3;
     StrBuf sites;
     int nsites;
+    LLVMValueRef canon32, canon64; /* the canonical NaNs' bits, opaque to LLVM (canonicalize_nan) */
     bool ok;
 } EL;
 
@@ -460,21 +462,69 @@ static void lower_call(EL *el, LLVMValueRef call)
 
 /* ---------------- instructions ---------------- */
 
-/* NaN results of float arithmetic become the canonical 0x7FFFFFFF (f64: 0x7FFF...F) */
+/* the bits of the canonical NaN of width w, as a value LLVM cannot look into: made once, by an
+ * empty inline asm at the top of the kernel */
+static LLVMValueRef opaque_canon(EL *el, unsigned w)
+{
+    LLVMValueRef *slot = w == 32 ? &el->canon32 : &el->canon64;
+    if (!*slot) {
+        LLVMTypeRef it = w == 32 ? el->i32 : el->i64;
+        LLVMTypeRef fty = LLVMFunctionType(it, &it, 1, 0);
+        LLVMValueRef as = LLVMGetInlineAsm(fty, "", 0, "=r,0", 4, 0, 0, LLVMInlineAsmDialectATT, 0);
+        LLVMMetadataRef loc = LLVMGetCurrentDebugLocation2(el->b);
+        LLVMPositionBuilderBefore(el->b, LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(el->fn)));
+        LLVMSetCurrentDebugLocation2(el->b, NULL);
+        LLVMValueRef c = LLVMConstInt(it, ~0ull >> (65 - w), 0);
+        *slot = LLVMBuildCall2(el->b, fty, as, &c, 1, "");
+        static const char *const attrs[] = {"nounwind", "willreturn", "nosync", "nofree", "memory"};
+        for (unsigned i = 0; i < 5; i++) { /* memory(none): 0 */
+            LLVMAttributeRef a = LLVMCreateEnumAttribute(el->ctx, attr_kind(attrs[i]), 0);
+            LLVMAddCallSiteAttribute(*slot, LLVMAttributeFunctionIndex, a);
+        }
+        LLVMSetCurrentDebugLocation2(el->b, loc);
+    }
+    return *slot;
+}
+
+/* NaN results of float arithmetic become the canonical 0x7FFFFFFF (f64: 0x7FFF...F). LLVM takes
+ * NaN payloads as unspecified: it folded select(x < 0, NaN, sqrt(x)) into sqrt(x), which left
+ * x86's 0xFFC00000. So the canonical NaN is a value it cannot see to be a NaN. */
 static void canonicalize_nan(EL *el, LLVMValueRef inst)
 {
     LLVMTypeRef t = LLVMTypeOf(inst);
-    if (t != el->f32 && t != el->f64)
+    bool vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+    LLVMTypeRef et = vec ? LLVMGetElementType(t) : t;
+    if (et != el->f32 && et != el->f64)
         return;
+    unsigned w = et == el->f32 ? 32 : 64;
+    LLVMTypeRef it = et == el->f32 ? el->i32 : el->i64;
+    LLVMValueRef canon = opaque_canon(el, w);
     LLVMPositionBuilderBefore(el->b, LLVMGetNextInstruction(inst));
-    LLVMValueRef canon = t == el->f32 ? LLVMConstBitCast(LLVMConstInt(el->i32, 0x7FFFFFFFu, 0), el->f32)
-                                      : LLVMConstBitCast(LLVMConstInt(el->i64, 0x7FFFFFFFFFFFFFFFull, 0), el->f64);
-    LLVMValueRef isnan = LLVMBuildFCmp(el->b, LLVMRealUNO, inst, inst, "");
-    LLVMValueRef sel = LLVMBuildSelect(el->b, isnan, canon, inst, "");
+    LLVMValueRef cmag = LLVMConstInt(it, ~0ull >> (65 - w), 0);
+    LLVMValueRef cinf = LLVMConstInt(it, w == 32 ? 0x7F800000u : 0x7FF0000000000000ull, 0);
+    if (vec) { /* splats */
+        unsigned n = LLVMGetVectorSize(t);
+        LLVMValueRef *m = tl_xmalloc(n * sizeof *m), *f = tl_xmalloc(n * sizeof *f);
+        for (unsigned i = 0; i < n; i++)
+            m[i] = cmag, f[i] = cinf;
+        cmag = LLVMConstVector(m, n);
+        cinf = LLVMConstVector(f, n);
+        free(m);
+        free(f);
+        it = LLVMVectorType(it, n);
+        LLVMValueRef one = LLVMBuildInsertElement(el->b, LLVMGetPoison(it), canon, c32(el, 0), "");
+        canon = LLVMBuildShuffleVector(el->b, one, LLVMGetPoison(it), LLVMConstNull(LLVMVectorType(el->i32, n)), "");
+    }
+    LLVMValueRef bits = LLVMBuildBitCast(el->b, inst, it, "");
+    LLVMValueRef isnan = LLVMBuildICmp(el->b, LLVMIntUGT, LLVMBuildAnd(el->b, bits, cmag, ""), cinf, "");
+    LLVMValueRef sel = LLVMBuildBitCast(el->b, LLVMBuildSelect(el->b, isnan, canon, bits, ""), t, "");
     LLVMReplaceAllUsesWith(inst, sel);
-    LLVMSetOperand(isnan, 0, inst);
-    LLVMSetOperand(isnan, 1, inst);
-    LLVMSetOperand(sel, 2, inst);
+    LLVMSetOperand(bits, 0, inst);
+}
+
+static bool is_f32ish(EL *el, LLVMTypeRef t)
+{
+    return t == el->f32 || (LLVMGetTypeKind(t) == LLVMVectorTypeKind && LLVMGetElementType(t) == el->f32);
 }
 
 /* conversions that involve f16, bf16 or f64 (and every fpext / fptrunc), scalarised */
@@ -557,6 +607,13 @@ static void instrument_shared(EL *el, LLVMValueRef inst, LLVMOpcode op)
     call_abi(el, "tl_emu_shared_access", el->v, at, args, 4, 1);
 }
 
+static bool is_shared(LLVMValueRef p)
+{
+    LLVMTypeRef t = LLVMTypeOf(p);
+    return LLVMGetTypeKind(t) == LLVMPointerTypeKind && LLVMGetPointerAddressSpace(t) == 3;
+}
+
+/* f32 atomic adds flush subnormals on global memory and keep them on shared memory (H200) */
 static void lower_atomic_fadd(EL *el, LLVMValueRef inst)
 {
     LLVMValueRef p = LLVMGetOperand(inst, 0), v = LLVMGetOperand(inst, 1);
@@ -565,13 +622,8 @@ static void lower_atomic_fadd(EL *el, LLVMValueRef inst)
     LLVMPositionBuilderBefore(el->b, inst);
     LLVMTypeRef at[2] = {el->p0, el->f32};
     LLVMValueRef args[2] = {LLVMBuildAddrSpaceCast(el->b, p, el->p0, ""), v};
-    replace(inst, call_abi(el, "tl_emu_atomic_add_f32", el->f32, at, args, 2, 1));
-}
-
-static bool is_shared(LLVMValueRef p)
-{
-    LLVMTypeRef t = LLVMTypeOf(p);
-    return LLVMGetTypeKind(t) == LLVMPointerTypeKind && LLVMGetPointerAddressSpace(t) == 3;
+    const char *f = is_shared(p) ? "tl_emu_atomic_add_f32_shared" : "tl_emu_atomic_add_f32";
+    replace(inst, call_abi(el, f, el->f32, at, args, 2, 1));
 }
 
 static void lower_instructions(EL *el)
@@ -597,7 +649,7 @@ static void lower_instructions(EL *el)
             const char *name = callee_name(i);
             bool keep = name && (starts(name, "llvm.fma.") || starts(name, "llvm.sqrt.") || starts(name, "llvm.floor.") ||
                                  starts(name, "llvm.ceil.") || starts(name, "llvm.trunc.") || starts(name, "llvm.rint."));
-            if (keep) {
+            if (keep || (name && starts(name, "llvm.fabs.") && is_f32ish(el, LLVMTypeOf(i)))) {
                 canonicalize_nan(el, i);
             } else {
                 LLVMPositionBuilderBefore(el->b, i);
@@ -610,6 +662,11 @@ static void lower_instructions(EL *el)
         case LLVMFMul:
         case LLVMFDiv:
         case LLVMFRem: canonicalize_nan(el, i); break;
+        case LLVMFNeg:
+            /* the H200 gives 0x7FFFFFFF for -x and abs(x) of an f32 NaN (f64: not measured) */
+            if (is_f32ish(el, LLVMTypeOf(i)))
+                canonicalize_nan(el, i);
+            break;
         case LLVMFPTrunc:
         case LLVMFPExt:
         case LLVMSIToFP:

@@ -224,6 +224,61 @@ int transpose_vec(int elem_bytes, int64_t r0, int64_t r1, int nthreads)
     return v < 1 ? 1 : v;
 }
 
+/* ---------------- thread and register coordinates ---------------- */
+
+/* The element coordinate along `dim` contributed by the thread modes: the sum of
+ * ((tid / div) % size) * stride (the `%` left out where the mode spans every thread). */
+TExpr *layout_thread_coord(TKernel *k, const Layout *l, int dim)
+{
+    TExpr *sum = tx_const_int(k, DT_I32, 0);
+    for (int i = 0; i < l->nmodes; i++) {
+        const LMode *m = &l->modes[i];
+        if (!m->thread || m->dim != dim)
+            continue;
+        TExpr *t = tx_special(k, SP_TID_X);
+        if (m->div > 1)
+            t = tx_bin(k, OP_DIV, t, tx_const_int(k, DT_I32, m->div));
+        if ((int64_t)m->div * m->size < l->nthreads)
+            t = tx_bin(k, OP_MOD, t, tx_const_int(k, DT_I32, m->size));
+        if (m->stride != 1)
+            t = tx_bin(k, OP_MUL, t, tx_const_int(k, DT_I32, m->stride));
+        sum = tx_bin(k, OP_ADD, sum, t);
+    }
+    return sum;
+}
+
+/* The coordinate along `dim` that register r of a thread adds (a constant). */
+int64_t layout_reg_coord(const Layout *l, int r, int dim)
+{
+    int64_t c = 0;
+    for (int i = 0; i < l->nmodes; i++) {
+        const LMode *m = &l->modes[i];
+        if (!m->thread && m->dim == dim)
+            c += (int64_t)((r / m->div) % m->size) * m->stride;
+    }
+    return c;
+}
+
+/* Threads that hold a replica of other threads' elements skip stores: the predicate that is true
+ * for exactly one replica (NULL when the layout has none). */
+TExpr *layout_leader_pred(TKernel *k, const Layout *l)
+{
+    TExpr *p = NULL;
+    for (int i = 0; i < l->nmodes; i++) {
+        const LMode *m = &l->modes[i];
+        if (!m->thread || m->dim >= 0)
+            continue;
+        TExpr *t = tx_special(k, SP_TID_X);
+        if (m->div > 1)
+            t = tx_bin(k, OP_DIV, t, tx_const_int(k, DT_I32, m->div));
+        if ((int64_t)m->div * m->size < l->nthreads)
+            t = tx_bin(k, OP_MOD, t, tx_const_int(k, DT_I32, m->size));
+        TExpr *c = tx_bin(k, OP_EQ, t, tx_const_int(k, DT_I32, 0));
+        p = p ? tx_bin(k, OP_LAND, p, c) : c;
+    }
+    return p;
+}
+
 /* ---------------- the pass ---------------- */
 
 typedef struct LayoutPass {

@@ -15,8 +15,12 @@
 /* How a copy's memory accesses are emitted. A copy is lowered twice: FAST, every run as vector
  * accesses with no checks, collecting in `all_in` the condition that every run is inside the
  * tensor; then, only if that condition is not statically true, SAFE, element by element with a
- * check each. One branch per thread picks the version: the vector path carries no checks. */
-typedef enum { COPY_FAST, COPY_SAFE } CopyMode;
+ * check each. One branch per thread picks the version: the vector path carries no checks.
+ * When every run is known to lie wholly inside or wholly outside the tensor (its start and the
+ * extent along its dimension are multiples of its length), there are no ragged tails: the copy
+ * is lowered once more, GUARDED, each run as vector accesses under the check of its first
+ * element, and that single version replaces the pair (no element-wise code, fewer registers). */
+typedef enum { COPY_FAST, COPY_SAFE, COPY_GUARDED } CopyMode;
 
 typedef struct LT {
     TKernel *k;
@@ -24,6 +28,7 @@ typedef struct LT {
     TBuf *scratch;
     CopyMode mode;
     TExpr *all_in;
+    bool all_whole;     /* FAST: every run so far is wholly inside or wholly outside */
 } LT;
 
 static TExpr *i32c(LT *L, int64_t v) { return tx_const_int(L->k, DT_I32, v); }
@@ -47,58 +52,6 @@ static TStmt *reg_store(LT *L, TBuf *f, int r, TExpr *v)
 {
     TExpr *i = i32c(L, r);
     return ts_store(L->k, regs_of(L, f), &i, 1, tx_cvt(L->k, f->dt, v, RND_DEFAULT));
-}
-
-/* sum over the thread modes of `dim`: ((tid / div) % size) * stride */
-static TExpr *thread_coord(LT *L, const Layout *l, int dim)
-{
-    TKernel *k = L->k;
-    TExpr *sum = i32c(L, 0);
-    for (int i = 0; i < l->nmodes; i++) {
-        const LMode *m = &l->modes[i];
-        if (!m->thread || m->dim != dim)
-            continue;
-        TExpr *t = tx_special(k, SP_TID_X);
-        if (m->div > 1)
-            t = tx_bin(k, OP_DIV, t, i32c(L, m->div));
-        if ((int64_t)m->div * m->size < l->nthreads)
-            t = tx_bin(k, OP_MOD, t, i32c(L, m->size));
-        if (m->stride != 1)
-            t = tx_bin(k, OP_MUL, t, i32c(L, m->stride));
-        sum = tx_bin(k, OP_ADD, sum, t);
-    }
-    return sum;
-}
-
-static int64_t reg_coord(const Layout *l, int r, int dim)
-{
-    int64_t c = 0;
-    for (int i = 0; i < l->nmodes; i++) {
-        const LMode *m = &l->modes[i];
-        if (!m->thread && m->dim == dim)
-            c += (int64_t)((r / m->div) % m->size) * m->stride;
-    }
-    return c;
-}
-
-/* threads that hold a replica of someone else's elements skip stores: true for one replica */
-static TExpr *leader_pred(LT *L, const Layout *l)
-{
-    TKernel *k = L->k;
-    TExpr *p = NULL;
-    for (int i = 0; i < l->nmodes; i++) {
-        const LMode *m = &l->modes[i];
-        if (!m->thread || m->dim >= 0)
-            continue;
-        TExpr *t = tx_special(k, SP_TID_X);
-        if (m->div > 1)
-            t = tx_bin(k, OP_DIV, t, i32c(L, m->div));
-        if ((int64_t)m->div * m->size < l->nthreads)
-            t = tx_bin(k, OP_MOD, t, i32c(L, m->size));
-        TExpr *c = tx_bin(k, OP_EQ, t, i32c(L, 0));
-        p = p ? tx_bin(k, OP_LAND, p, c) : c;
-    }
-    return p;
 }
 
 static TStmt *guard(LT *L, TExpr *pred, TStmt *s)
@@ -192,7 +145,7 @@ static void emit_side(LT *L, TStmt *out, bool load, Region *r, TExpr **idx, int 
     TKernel *k = L->k;
     TBuf *b = r->buf;
     TStmt *res = ts_seq(k);
-    if (L->mode == COPY_FAST) {
+    if (L->mode == COPY_FAST || L->mode == COPY_GUARDED) {
         bool contiguous = unit_stride(L, b, bd);
         int es_bits = dtype_bits(b->dt);
         int piece = 1;
@@ -205,8 +158,14 @@ static void emit_side(LT *L, TStmt *out, bool load, Region *r, TExpr **idx, int 
         if (b->dt == DT_E2M1 && piece < 2)
             piece = 2; /* nibbles move in whole bytes */
         TExpr *full = bounds_pred(L, r, idx, bd, len);
-        if (full)
+        if (full && L->mode == COPY_FAST) {
             L->all_in = L->all_in ? tx_bin(k, OP_LAND, L->all_in, full) : full;
+            if (len > 1 && !(contiguous && b->dt != DT_E2M1 && tir_known_div(k, idx[bd]) % len == 0 &&
+                             tir_known_div(k, b->gdim[bd]) % len == 0))
+                L->all_whole = false;
+        }
+        TExpr *first = L->mode == COPY_GUARDED && full ? bounds_pred(L, r, idx, bd, 1) : NULL;
+        TStmt *vecs = first ? ts_seq(k) : res;
         for (int j = 0; j < len; j += piece) {
             TStmt *v = ts_new(k, load ? TS_VLOAD : TS_VSTORE, loc_none());
             v->buf = b;
@@ -218,7 +177,19 @@ static void emit_side(LT *L, TStmt *out, bool load, Region *r, TExpr **idx, int 
             v->align = known_align(L, b, v->idx);
             v->regs = tmp;
             v->roff = toff + j;
-            ts_push(k, res, v);
+            ts_push(k, vecs, v);
+        }
+        if (first && load) {
+            TExpr *oth = other ? other : (dtype_is_float(tmp->dt) ? tx_const_float(k, DT_F32, 0) : i32c(L, 0));
+            TStmt *ie = ts_if(k, first);
+            ts_push(k, ie, vecs);
+            for (int q = 0; q < len; q++) {
+                TExpr *ri = i32c(L, toff + q);
+                ts_push_else(k, ie, ts_store(k, tmp, &ri, 1, tx_cvt(k, tmp->dt, oth, RND_DEFAULT)));
+            }
+            ts_push(k, res, ie);
+        } else if (first) {
+            ts_push(k, res, guard(L, first, vecs));
         }
     } else {
         TExpr *oth = other ? other : (dtype_is_float(tmp->dt) ? tx_const_float(k, DT_F32, 0) : i32c(L, 0));
@@ -344,11 +315,11 @@ static TStmt *lower_transposing_copy(LT *L, TStmt *s, TStmt *out)
     int64_t n = (int64_t)v * v;
     TBuf *in = tir_buf(k, "tin", SC_LOCAL, src->buf->dt, 1, &n);
     TBuf *tr = tir_buf(k, "tout", SC_LOCAL, src->buf->dt, 1, &n);
-    TExpr *tc0 = thread_coord(L, lay, 0), *tc1 = thread_coord(L, lay, 1);
-    TExpr *store_pred = leader_pred(L, lay);
+    TExpr *tc0 = layout_thread_coord(L->k, lay, 0), *tc1 = layout_thread_coord(L->k, lay, 1);
+    TExpr *store_pred = layout_leader_pred(L->k, lay);
     for (int r = 0; r < lay->nregs; r++) {
-        TExpr *q0 = tx_bin(k, OP_ADD, tc0, i32c(L, reg_coord(lay, r, 0)));
-        TExpr *q1 = tx_bin(k, OP_ADD, tc1, i32c(L, reg_coord(lay, r, 1)));
+        TExpr *q0 = tx_bin(k, OP_ADD, tc0, i32c(L, layout_reg_coord(lay, r, 0)));
+        TExpr *q1 = tx_bin(k, OP_ADD, tc1, i32c(L, layout_reg_coord(lay, r, 1)));
         if (split) {
             /* q1 = (hi * H + sub) * lanes_i + lo  ->  micro-tile (q0 * H + sub, hi * lanes_i + lo) */
             TExpr *lo = tx_bin(k, OP_MOD, q1, i32c(L, lanes_i));
@@ -442,12 +413,12 @@ static TStmt *lower_copy_body(LT *L, TStmt *s)
     int rd = rank - 1;
     TExpr *tc[TL_MAX_RANK];
     for (int i = 0; i < rank; i++)
-        tc[i] = thread_coord(L, lay, i);
-    TExpr *store_pred = (!dfrag) ? leader_pred(L, lay) : NULL;
+        tc[i] = layout_thread_coord(L->k, lay, i);
+    TExpr *store_pred = (!dfrag) ? layout_leader_pred(L->k, lay) : NULL;
     for (int r0 = 0; r0 < lay->nregs; r0 += run) {
         TExpr *coord[TL_MAX_RANK];
         for (int i = 0; i < rank; i++)
-            coord[i] = tx_bin(k, OP_ADD, tc[i], i32c(L, reg_coord(lay, r0, i)));
+            coord[i] = tx_bin(k, OP_ADD, tc[i], i32c(L, layout_reg_coord(lay, r0, i)));
         move_run(L, out, src, dst, sfrag, dfrag, r0, coord, rd, run, s->other, store_pred);
     }
     return out;
@@ -458,10 +429,17 @@ static TStmt *lower_copy(LT *L, TStmt *s)
     TKernel *k = L->k;
     L->mode = COPY_FAST;
     L->all_in = NULL;
+    L->all_whole = true;
     TStmt *fast = lower_copy_body(L, s);
     TExpr *all_in = L->all_in;
     if (!all_in)
         return fast;
+    if (L->all_whole) {
+        L->mode = COPY_GUARDED;
+        TStmt *guarded = lower_copy_body(L, s);
+        L->mode = COPY_FAST;
+        return guarded;
+    }
     L->mode = COPY_SAFE;
     TStmt *safe = lower_copy_body(L, s);
     L->mode = COPY_FAST;
@@ -493,12 +471,12 @@ static TStmt *lower_fill(LT *L, TStmt *s)
         for (int d = 0; d < b->rank; d++)
             idx[d] = dst->start[d];
         for (int i = 0; i < dst->rank; i++) {
-            TExpr *c = b->scope == SC_LOCAL ? i32c(L, reg_coord(lay, r, i))
-                                            : tx_bin(k, OP_ADD, thread_coord(L, lay, i), i32c(L, reg_coord(lay, r, i)));
+            TExpr *c = b->scope == SC_LOCAL ? i32c(L, layout_reg_coord(lay, r, i))
+                                            : tx_bin(k, OP_ADD, layout_thread_coord(L->k, lay, i), i32c(L, layout_reg_coord(lay, r, i)));
             idx[dst->src_dim[i]] = tx_bin(k, OP_ADD, dst->start[dst->src_dim[i]], c);
         }
         TStmt *st = ts_store(k, b, idx, b->rank, s->e);
-        ts_push(k, out, b->scope == SC_LOCAL ? st : guard(L, leader_pred(L, lay), st));
+        ts_push(k, out, b->scope == SC_LOCAL ? st : guard(L, layout_leader_pred(L->k, lay), st));
     }
     return out;
 }
@@ -844,14 +822,14 @@ static TStmt *lower_parallel(LT *L, TStmt *s)
         if (t->scope == SC_SHARED)
             lay = layout_default(k->arena, t->rank, t->shape, k->nthreads, 1, 0);
         S.lay = t->scope == SC_FRAG ? lay : NULL;
-        S.leader = leader_pred(L, lay);
+        S.leader = layout_leader_pred(L->k, lay);
         TExpr *tc[TL_MAX_RANK];
         for (int d = 0; d < t->rank; d++)
-            tc[d] = thread_coord(L, lay, d);
+            tc[d] = layout_thread_coord(L->k, lay, d);
         for (int r = 0; r < lay->nregs; r++) {
             S.r = r;
             for (int d = 0; d < t->rank; d++)
-                S.coord[d] = tx_bin(k, OP_ADD, tc[d], i32c(L, reg_coord(lay, r, d)));
+                S.coord[d] = tx_bin(k, OP_ADD, tc[d], i32c(L, layout_reg_coord(lay, r, d)));
             TStmt *blk = ts_seq(k);
             blk->body = rw_list(&S, s->body, s->nbody);
             blk->nbody = s->nbody;

@@ -1,6 +1,7 @@
 /* main.c — the tilec command line: check, list, emit, build.
  * Exit status: 0 success, 1 errors in the user's input, 2 internal errors. */
 #include "driver.h"
+#include "tilec/compiler.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +58,7 @@ int tilec_cli_main(int argc, char **argv)
             fputs(usage, stdout);
             return 0;
         } else if (!strcmp(a, "--version")) {
-            printf("tilec %s (LLVM %s)\n", TILEC_VERSION, driver_llvm_version());
+            printf("tilec %s (LLVM %s)\nbuild %s\n", TILEC_VERSION, driver_llvm_version(), tilec_build_id());
             return 0;
         } else if (!strcmp(a, "-Werror")) {
             o.werror = true;

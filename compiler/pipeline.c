@@ -333,50 +333,6 @@ static bool unit_inner(TKernel *k, const TBuf *b, int d)
     return d == b->rank - 1 && tx_is_const(stride_of(k, b, d), &v) && v == 1;
 }
 
-static TExpr *thread_coord(TKernel *k, const Layout *l, int dim)
-{
-    TExpr *sum = ic(k, 0);
-    for (int i = 0; i < l->nmodes; i++) {
-        const LMode *m = &l->modes[i];
-        if (!m->thread || m->dim != dim)
-            continue;
-        TExpr *t = tx_special(k, SP_TID_X);
-        if (m->div > 1)
-            t = tx_bin(k, OP_DIV, t, ic(k, m->div));
-        if ((int64_t)m->div * m->size < l->nthreads)
-            t = tx_bin(k, OP_MOD, t, ic(k, m->size));
-        sum = tx_bin(k, OP_ADD, sum, tx_bin(k, OP_MUL, t, ic(k, m->stride)));
-    }
-    return sum;
-}
-
-static int64_t reg_coord(const Layout *l, int r, int dim)
-{
-    int64_t c = 0;
-    for (int i = 0; i < l->nmodes; i++) {
-        const LMode *m = &l->modes[i];
-        if (!m->thread && m->dim == dim)
-            c += (int64_t)((r / m->div) % m->size) * m->stride;
-    }
-    return c;
-}
-
-static TExpr *leader(TKernel *k, const Layout *l)
-{
-    TExpr *p = NULL;
-    for (int i = 0; i < l->nmodes; i++) {
-        const LMode *m = &l->modes[i];
-        if (!m->thread || m->dim >= 0)
-            continue;
-        TExpr *t = tx_bin(k, OP_DIV, tx_special(k, SP_TID_X), ic(k, m->div));
-        if ((int64_t)m->div * m->size < l->nthreads)
-            t = tx_bin(k, OP_MOD, t, ic(k, m->size));
-        TExpr *c = tx_bin(k, OP_EQ, t, ic(k, 0));
-        p = p ? tx_bin(k, OP_LAND, p, c) : c;
-    }
-    return p;
-}
-
 /* all region dims but `skip` inside the global tensor (NULL if provably so) */
 static TExpr *inside(TKernel *k, const Region *r, TExpr **idx, int skip)
 {
@@ -467,7 +423,7 @@ static TStmt *split_copy(Split *X, bool assume_aligned, bool *async_all, int64_t
                 sidx[d + 1] = X->dst.start[d];
             TExpr *co_rd = NULL;
             for (int i = 0; i < X->src.rank; i++) {
-                TExpr *co = tx_bin(k, OP_ADD, X->tc[i], ic(k, reg_coord(lay, r0, i) + (i == rd ? e0 : 0)));
+                TExpr *co = tx_bin(k, OP_ADD, X->tc[i], ic(k, layout_reg_coord(lay, r0, i) + (i == rd ? e0 : 0)));
                 if (i == rd)
                     co_rd = co;
                 gidx[X->src.src_dim[i]] = tx_bin(k, OP_ADD, X->src.start[X->src.src_dim[i]], co);
@@ -571,7 +527,7 @@ static bool emit_copy(PL *P, TStmt *out, const TStmt *c, Subst *S, TExpr *stage)
     Layout *lay = layout_default(k->arena, X.src.rank, shape, k->nthreads, 16 / X.es, 0);
     X.lay = lay;
     for (int i = 0; i < X.src.rank; i++)
-        X.tc[i] = thread_coord(k, lay, i);
+        X.tc[i] = layout_thread_coord(k, lay, i);
     X.rd = X.src.rank - 1;
     X.gd = X.src.src_dim[X.rd];
     bool contiguous = unit_inner(k, X.src.buf, X.gd) && unit_inner(k, X.D, X.dst.src_dim[X.rd] + 1);
@@ -589,7 +545,7 @@ static bool emit_copy(PL *P, TStmt *out, const TStmt *c, Subst *S, TExpr *stage)
             async_sure = async_opt;
         }
     }
-    push_guarded(k, out, leader(k, lay), body);
+    push_guarded(k, out, layout_leader_pred(k, lay), body);
     return async_sure;
 }
 

@@ -300,6 +300,12 @@ Layout *layout_reduce(Arena *a, const Layout *src, int dim, int group);
 Layout *layout_refine_for_reduce(Arena *a, const Layout *src, int dim, int group);
 /* elements per vector of a transposing copy through shared memory (micro-tiles V x V) */
 int transpose_vec(int elem_bytes, int64_t r0, int64_t r1, int nthreads);
+/* thread-level coordinates of a layout (layout.c): the part of an element's coordinate along dim
+ * that the thread index gives, the constant part register r gives, and the predicate that is
+ * true for one replica of replicated elements (NULL if none) */
+TExpr *layout_thread_coord(TKernel *k, const Layout *l, int dim);
+int64_t layout_reg_coord(const Layout *l, int r, int dim);
+TExpr *layout_leader_pred(TKernel *k, const Layout *l);
 void layout_coord(const Layout *l, int t, int r, int64_t *coord);
 int layout_find_reg(const Layout *l, int t, const int64_t *coord);  /* -1 if thread t does not hold it */
 void layout_print(StrBuf *out, const Layout *l);

@@ -4,7 +4,7 @@
 
 static const char *tc_version(void *self)
 {
-    return tilec_version();
+    return tilec_build_id(); /* any change to the compiler changes the cache key */
 }
 
 static tilec_status tc_open(void *self, const char *path, const tilec_program_options *opts, void **program)

@@ -6,6 +6,8 @@
 #                              comparison, compute-sanitizer memcheck on small subsets
 #   scripts/gpu_all.sh bench   launch overhead, bandwidth benchmarks of every family (against the
 #                              copy ceiling and torch.compile), JIT compile latency
+#   scripts/gpu_all.sh numerics  the MUFU measurements (needs build-gpu/ from
+#                              tests/gpu/numerics/build.sh build-gpu, carried along)
 # Both parts in one call: scripts/gpu_all.sh tests bench. Logs (as logs.tgz), the benchmark JSON
 # and summary.txt go to $OUT. Each step has a time limit so that one slow step cannot take the
 # whole call.
@@ -77,11 +79,21 @@ run_bench() {
   cat "$OUT/compile_speed.log" >> "$OUT/summary.txt"
 }
 
+run_numerics() {
+  # the MUFU ex2/rsqrt measurements (tests/gpu/numerics/build.sh build-gpu, carried along)
+  local t0=$(date +%s)
+  mkdir -p "$OUT/mufu"
+  timeout 240 build-gpu/mufu_dump "$OUT/mufu" > "$OUT/mufu/stdout.txt" 2>&1
+  summary "mufu_dump exit $? in $(elapsed $t0) s"
+  grep -E "PASS|FAIL" "$OUT/mufu/mufu_report.txt" | tail -20 | tee -a "$OUT/summary.txt"
+}
+
 for part in "${@:-tests}"; do
   case "$part" in
     tests) run_tests ;;
     bench) run_bench ;;
-    *) echo "usage: scripts/gpu_all.sh tests|bench ..." >&2; exit 2 ;;
+    numerics) run_numerics ;;
+    *) echo "usage: scripts/gpu_all.sh tests|bench|numerics ..." >&2; exit 2 ;;
   esac
 done
 # the device tool brings back a few files: logs and dumps travel as one archive

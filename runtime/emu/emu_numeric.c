@@ -4,7 +4,9 @@
  * approximations, min/max, and f32 atomic add.
  *
  * NaN results follow the GPU: an operation that makes a NaN makes the canonical one (f32
- * 0x7FFFFFFF, f16/bf16 0x7FFF, f64 0x7FFFFFFFFFFFFFFF), whatever the inputs' payloads. */
+ * 0x7FFFFFFF, f16/bf16 0x7FFF, f64 0x7FFFFFFFFFFFFFFF), whatever the inputs' payloads, except
+ * the conversions between f32 and f64, which keep the sign and the payload and set the quiet
+ * bit (measured on an H200: tests/gpu/recorded/). */
 #include "emu_internal.h"
 #include "numerics.h"
 
@@ -219,6 +221,10 @@ uint64_t tl_emu_cvt(uint64_t bits, uint32_t from, uint32_t to, uint32_t rnd)
         return float_to_int(v, to, rnd);
     if (to == from)
         return v.cls == 3 ? fmt_nan(ff) : bits;
+    if (v.cls == 3 && from == TL_EMU_F32 && to == TL_EMU_F64)
+        return (bits >> 31) << 63 | 0x7FF8000000000000ull | (bits & 0x3FFFFFull) << 29;
+    if (v.cls == 3 && from == TL_EMU_F64 && to == TL_EMU_F32)
+        return (uint32_t)(bits >> 63) << 31 | 0x7FC00000u | (uint32_t)(bits >> 29 & 0x3FFFFF);
     return encode(v, fmt_of(to), rnd);
 }
 
@@ -271,27 +277,30 @@ float tl_emu_sat(float x)
     return x > 1.0f ? 1.0f : x;
 }
 
-/* ex2.approx.ftz.f32, and a model of ex2.approx.f32, which keeps subnormal results: the
- * hardware unit flushes, so the non-ftz form is taken as 2^(x+24) scaled by 2^-24 below -126
- * (to be confirmed on the GPU by tests/gpu/emu_vs_gpu.py) */
+/* ex2.approx.ftz.f32, and ex2.approx.f32, which keeps subnormal results although the unit
+ * flushes them: below -126 the GPU halves the input, and squares the unit's result with an
+ * IEEE multiply (this rule gave the H200's bits on every input of tests/gpu/recorded/) */
 float tl_emu_ex2(float x, uint32_t ftz)
 {
     if (ftz || !(x < -126.0f))
         return f32_of(tl_num_ex2_approx_ftz(bits_of(x)));
-    float y = f32_of(tl_num_ex2_approx_ftz(bits_of(x + 24.0f)));
-    return y * f32_of(0x33800000u); /* 2^-24 */
+    float h = f32_of(tl_num_ex2_approx_ftz(bits_of(x * 0.5f)));
+    return h * h;
 }
 
 float tl_emu_rsqrt(float x) { return f32_of(tl_num_rsqrt_approx(bits_of(x), false)); }
 
-/* min.f32 / max.f32: a NaN operand loses to a number; two NaNs give the canonical NaN; otherwise
- * (a < b) ? a : b as the PTX ISA writes it, so min(-0, +0) is +0 (the second operand) */
+/* min.f32 / max.f32: a NaN operand loses to a number; two NaNs give the canonical NaN; -0 counts
+ * as less than +0, whichever operand it is (the H200 gives min(+0, -0) = min(-0, +0) = -0 and
+ * max = +0 both ways; f64 follows the same rule, not measured yet) */
 float tl_emu_fminf(float a, float b)
 {
     if (isnan(a))
         return isnan(b) ? f32_of(F32_CANON) : b;
     if (isnan(b))
         return a;
+    if (a == b)
+        return signbit(a) ? a : b;
     return a < b ? a : b;
 }
 
@@ -301,6 +310,8 @@ float tl_emu_fmaxf(float a, float b)
         return isnan(b) ? f32_of(F32_CANON) : b;
     if (isnan(b))
         return a;
+    if (a == b)
+        return signbit(a) ? b : a;
     return a > b ? a : b;
 }
 
@@ -310,6 +321,8 @@ double tl_emu_fmin(double a, double b)
         return isnan(b) ? f64_of(F64_CANON) : b;
     if (isnan(b))
         return a;
+    if (a == b)
+        return signbit(a) ? a : b;
     return a < b ? a : b;
 }
 
@@ -319,21 +332,28 @@ double tl_emu_fmax(double a, double b)
         return isnan(b) ? f64_of(F64_CANON) : b;
     if (isnan(b))
         return a;
+    if (a == b)
+        return signbit(a) ? b : a;
     return a > b ? a : b;
 }
 
 static float ftz(float x) { return fabsf(x) < 0x1p-126f ? copysignf(0.0f, x) : x; }
 
-/* atom.add.f32: "rounds to nearest even and flushes subnormal inputs and results to
- * sign-preserving zero" (PTX ISA) */
-float tl_emu_atomic_add_f32(float *p, float v)
+static float atomic_add(float *p, float v, bool flush)
 {
     uint32_t *u = (uint32_t *)p;
     uint32_t old = __atomic_load_n(u, __ATOMIC_RELAXED);
     for (;;) {
-        float r = ftz(ftz(f32_of(old)) + ftz(v));
+        float r = flush ? ftz(ftz(f32_of(old)) + ftz(v)) : f32_of(old) + v;
         uint32_t nb = isnan(r) ? F32_CANON : bits_of(r);
         if (__atomic_compare_exchange_n(u, &old, nb, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
             return f32_of(old);
     }
 }
+
+/* atom.add.f32 on global memory: "rounds to nearest even and flushes subnormal inputs and
+ * results to sign-preserving zero" (PTX ISA), as the H200 does */
+float tl_emu_atomic_add_f32(float *p, float v) { return atomic_add(p, v, true); }
+
+/* atom.shared.add.f32: the H200 keeps subnormal inputs and results (an IEEE add) */
+float tl_emu_atomic_add_f32_shared(float *p, float v) { return atomic_add(p, v, false); }

@@ -71,7 +71,8 @@ float tl_emu_fminf(float a, float b);
 float tl_emu_fmaxf(float a, float b);
 double tl_emu_fmin(double a, double b);
 double tl_emu_fmax(double a, double b);
-float tl_emu_atomic_add_f32(float *p, float v);
+float tl_emu_atomic_add_f32(float *p, float v);        /* global memory: flushes subnormals */
+float tl_emu_atomic_add_f32_shared(float *p, float v); /* shared memory: keeps them */
 
 /* For debuggers: "kernel K, block (x,y,z), thread t (warp w, lane l)" of the fiber running on
  * this OS thread, or "not in a kernel" (in gdb: printf "%s\n", (char *)tl_emu_where()). */

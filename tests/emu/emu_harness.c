@@ -144,6 +144,12 @@ static bool parse_signature(EhKernel *k)
 bool eh_compile(const char *path, const char *source, const char *kernel, const char *const *generics, int ngenerics,
                 EhKernel *out)
 {
+    return eh_compile_opt(path, source, kernel, generics, ngenerics, 3, out);
+}
+
+bool eh_compile_opt(const char *path, const char *source, const char *kernel, const char *const *generics,
+                    int ngenerics, int opt_level, EhKernel *out)
+{
     memset(out, 0, sizeof *out);
     tilec_program *p = NULL;
     tilec_status st = source ? tilec_program_from_string(path, source, NULL, &p) : tilec_program_from_file(path, NULL, &p);
@@ -152,7 +158,7 @@ bool eh_compile(const char *path, const char *source, const char *kernel, const 
         tilec_program_destroy(p);
         return false;
     }
-    tilec_target t = {90, 3, 1};
+    tilec_target t = {90, opt_level, 1};
     tilec_artifact *a = NULL;
     st = tilec_compile(p, kernel, generics, ngenerics, &t, &a);
     if (st != TILEC_OK) {

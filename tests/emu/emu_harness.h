@@ -52,6 +52,9 @@ typedef struct EhArg {
  * errors. */
 bool eh_compile(const char *path, const char *source, const char *kernel, const char *const *generics, int ngenerics,
                 EhKernel *out);
+/* the same at an optimisation level other than the runtime's default 3 */
+bool eh_compile_opt(const char *path, const char *source, const char *kernel, const char *const *generics,
+                    int ngenerics, int opt_level, EhKernel *out);
 void eh_free(EhKernel *k);
 
 EhArg eh_tensor(void *data, int rank, const int64_t *shape, const int64_t *strides);

@@ -316,7 +316,10 @@ static void test_cvt(void)
             volatile float want = (float)vd, wi = (float)vv;
             volatile double wd = (double)vv;
             fesetround(FE_TONEAREST);
-            uint32_t wb = isnan(want) ? 0x7FFFFFFFu : tl_num_bits(want);
+            /* a NaN keeps its sign and the top of its payload, and becomes quiet (H200) */
+            uint64_t db = bits64(d);
+            uint32_t wb = isnan(d) ? (uint32_t)(db >> 63) << 31 | 0x7FC00000u | (uint32_t)(db >> 29 & 0x3FFFFF)
+                                   : tl_num_bits(want);
             uint64_t got = tl_emu_cvt(bits64(d), TL_EMU_F64, TL_EMU_F32, (uint32_t)r);
             uint64_t gi = tl_emu_cvt((uint64_t)v, TL_EMU_S64, TL_EMU_F32, (uint32_t)r);
             uint64_t gd = tl_emu_cvt((uint64_t)v, TL_EMU_S64, TL_EMU_F64, (uint32_t)r);
@@ -325,6 +328,16 @@ static void test_cvt(void)
                          (unsigned long long)got, wb, (long long)v, (unsigned long long)gi, (unsigned long long)gd);
                 bad++;
             }
+        }
+        /* f32 -> f64 is exact; a NaN keeps its sign and payload and becomes quiet (H200) */
+        uint64_t wide = tl_emu_cvt(u, TL_EMU_F32, TL_EMU_F64, TL_EMU_RN);
+        uint64_t wwide = (u & 0x7FFFFFFFu) > 0x7F800000u
+                             ? (uint64_t)(u >> 31) << 63 | 0x7FF8000000000000ull | (uint64_t)(u & 0x3FFFFFu) << 29
+                             : bits64((double)tl_num_float(u));
+        if (wide != wwide) {
+            EH_CHECK(0, "f32 0x%08x -> f64 0x%016llx, want 0x%016llx", u, (unsigned long long)wide,
+                     (unsigned long long)wwide);
+            bad++;
         }
 #if defined(__FLT16_MAX__)
         /* one rounding from f64 and from integers straight to f16 */
@@ -390,10 +403,17 @@ static void test_minmax(void)
     EH_CHECK(tl_num_bits(tl_emu_fminf(qnan, 2.0f)) == tl_num_bits(2.0f), "min(NaN, 2)");
     EH_CHECK(tl_num_bits(tl_emu_fmaxf(-3.0f, qnan)) == tl_num_bits(-3.0f), "max(-3, NaN)");
     EH_CHECK(tl_num_bits(tl_emu_fminf(qnan, qnan)) == 0x7FFFFFFFu, "min(NaN, NaN) is the canonical NaN");
-    /* (a < b) ? a : b: for equal zeros, the second operand */
-    EH_CHECK(tl_num_bits(tl_emu_fminf(-0.0f, 0.0f)) == 0x00000000u, "min(-0, +0)");
-    EH_CHECK(tl_num_bits(tl_emu_fmaxf(0.0f, -0.0f)) == 0x80000000u, "max(+0, -0)");
+    /* -0 is below +0 in either operand order (H200) */
+    EH_CHECK(tl_num_bits(tl_emu_fminf(-0.0f, 0.0f)) == 0x80000000u, "min(-0, +0)");
+    EH_CHECK(tl_num_bits(tl_emu_fminf(0.0f, -0.0f)) == 0x80000000u, "min(+0, -0)");
+    EH_CHECK(tl_num_bits(tl_emu_fmaxf(0.0f, -0.0f)) == 0x00000000u, "max(+0, -0)");
+    EH_CHECK(tl_num_bits(tl_emu_fmaxf(-0.0f, 0.0f)) == 0x00000000u, "max(-0, +0)");
+    EH_CHECK(tl_num_bits(tl_emu_fminf(-0.0f, -0.0f)) == 0x80000000u && tl_num_bits(tl_emu_fmaxf(0.0f, 0.0f)) == 0,
+             "min / max of equal zeros");
     EH_CHECK(tl_emu_fmin(1.0, -2.0) == -2.0 && tl_emu_fmax(1.0, -2.0) == 1.0, "f64 min / max");
+    EH_CHECK(signbit(tl_emu_fmin(0.0, -0.0)) && signbit(tl_emu_fmin(-0.0, 0.0)) && !signbit(tl_emu_fmax(0.0, -0.0)) &&
+                 !signbit(tl_emu_fmax(-0.0, 0.0)),
+             "f64 min / max of signed zeros");
     EH_CHECK(tl_emu_sat(NAN) == 0.0f && tl_emu_sat(-1.0f) == 0.0f && tl_emu_sat(2.0f) == 1.0f && tl_emu_sat(0.25f) == 0.25f,
              "saturate");
 }

@@ -18,9 +18,10 @@ Cases:
             signed zeros; must match too, but are reported apart: a mismatch there points at the
             emulator's model of NaN encodings rather than at a kernel.
   probes    tests/gpu/emu_probe.tl: arithmetic on special values, min/max of signed zeros, exp /
-            exp2 / rsqrt (the MUFU model: expected to differ by an ulp until TILEC_EMU_MUFU names
-            the tables of tests/gpu/numerics/mufu_dump), f32 <-> f64 NaNs, atomic adds of
-            subnormals. Informational: each line says which modelled detail differs.
+            exp2 / rsqrt (the MUFU tables built into the library), f32 <-> f64 NaNs, atomic adds
+            of subnormals, f64 arithmetic and conversions of NaNs. Informational: each line says
+            which detail differs. The run of 2026-11-30 is kept in tests/gpu/recorded/ and
+            the emulator now matches it; probe_sign and probe_f64 came after it (not measured yet).
 
 Exit status: 0 when every `kernels` and `specials` case matches, 1 otherwise, 2 on setup errors.
 """
@@ -401,6 +402,24 @@ def probe_cases(rng):
     out.append(("probes", "probe_atomic (atomic_add with subnormals, global and shared)", "probe", "probe_atomic",
                 [], [T("f32", [len(adds)], pack_f32(adds)), T("f32", [len(acc0)], pack_f32(acc0), out=True),
                      T("f32", [len(acc0)], pack_f32(acc0), out=True)]))
+    out.append(("probes", "probe_sign (copysign ceil trunc clamp on special pairs)", "probe", "probe_sign", [],
+                [T("f32", [n], pack_f32(a)), T("f32", [n], pack_f32(b)), T("f32", [n, 4], out=True)]))
+    # f64 special pairs, and NaNs with payload bits high enough to survive f64 -> f32; f16 / bf16
+    # NaNs widened to f64; NaN sums of f32 atomic adds
+    sp64 = [0x0000000000000000, 0x8000000000000000, 0x3FF0000000000000, 0xBFF0000000000000, 0x0000000000000001,
+            0x7FF0000000000000, 0xFFF0000000000000, 0x7FF8000000000000, 0xFFF8000000000000, 0x7FF123456789ABCD,
+            0xFFFC0000E0000000, 0x7FFFFFFFFFFFFFFF, 0x4000000000000000]
+    a64 = [x for x in sp64 for _ in sp64]
+    b64 = [y for _ in sp64 for y in sp64]
+    hs = [0x7E00, 0x7C01, 0xFE55, 0x7FFF, 0x3C00, 0x7FC0, 0xFF81, 0x7F80] * (len(a64) // 8 + 1)
+    out.append(("probes", "probe_f64 (f64 + * fma sqrt neg abs min max, f64 -> f32/f16/bf16, f16/bf16 -> f64, "
+                "atomic NaN)", "probe", "probe_f64", [],
+                [T("f64", [len(a64)], bytearray(struct.pack("<%dQ" % len(a64), *a64))),
+                 T("f64", [len(b64)], bytearray(struct.pack("<%dQ" % len(b64), *b64))),
+                 T("u16", [len(a64)], bytearray(struct.pack("<%dH" % len(a64), *hs[:len(a64)]))),
+                 T("f64", [len(a64), 10], out=True), T("f32", [len(a64)], out=True), T("u16", [len(a64), 2], out=True),
+                 T("f32", [len(a64)], pack_f32([0x3F800000, 0xFF800000, 0x7FC12345, 0x00000001] * (len(a64) // 4 + 1))[:4 * len(a64)],
+                   out=True)]))
     return out
 
 
@@ -442,7 +461,7 @@ def main():
         print("setup failed:", e)
         return 2
     print("device: %s; emulator MUFU tables: %s" % ("none (--cpu-only)" if args.cpu_only else cuda.name,
-                                                    os.environ.get("TILEC_EMU_MUFU", "none (the model)")))
+                                                    os.environ.get("TILEC_EMU_MUFU", "built in (H200)")))
     rng = random.Random(args.seed)
     all_cases = cases(rng, False) + cases(rng, True) + probe_cases(rng)
     results = {"kernels": [0, 0], "specials": [0, 0], "probes": [0, 0]}
@@ -487,7 +506,7 @@ def dump_case(d, name, label, spec, gpu, emu):
             if isinstance(a, T):
                 f.write("arg %d: %s %s%s\n" % (i, a.dtype, a.shape, " out" if a.out else ""))
             else:
-                f.write("arg %d: scalar\n" % i)
+                f.write("arg %d: scalar %s %r\n" % (i, a.dtype, a.value))
     for i, a in enumerate(spec):
         if isinstance(a, T) and not a.absent:
             with open(os.path.join(d, "%s.in.%d.bin" % (name, i)), "wb") as f:

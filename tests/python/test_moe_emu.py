@@ -80,6 +80,8 @@ def test_topk_gate(E, K):
     s = torch.randn(37, E)
     s[3] = 0.0                 # a row of ties
     s[5, :E // 2] = float("-inf")
+    s[6] = torch.tensor([-0.0, 0.0, 1.0, -1.0])[torch.randint(0, 4, (E,))]   # ties across lanes, -0.0 == 0.0
+    s[7] = float("-inf")
     assert_equal(moe.topk_gate(s, K), ref.stable_topk(s, K))
 
 
@@ -141,8 +143,10 @@ def test_top2_sum_gate_stability():
 # ---- fused layout ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("T, K, E, align", [(40, 6, 9, 16), (700, 8, 32, 128), (1500, 9, 4, 64), (300, 2, 256, 1),
-                                            (0, 2, 8, 16), (5, 1, 1, 64)])
+                                            (0, 2, 8, 16), (5, 1, 1, 64), (2000, 2, 16, 16), (4000, 8, 32, 16)])
 def test_get_fused_mapping(T, K, E, align, num_sms):
+    """(2000, 2): one block, two chunks of 256 entries per warp; (4000, 8) on 7 SMs: 576 entries
+    per warp, a partial third chunk."""
     idx = routing(T, K, E, seed=T + K)
     got = moe.get_fused_mapping(idx, E, 0, align)
     want = ref.get_fused_mapping(idx, E, 0, align)
@@ -206,6 +210,20 @@ def test_expand_to_fused_with_sf(col, packed, npc):
     sf = torch.randint(1, 1 << 30, (T, (ng + 3) // 4), dtype=torch.int32) if packed else torch.rand(T, ng)
     out, osf = moe.expand_to_fused_with_sf((data, sf), npc, ttp, p2e, use_tma_aligned_col_major_sf=col)
     rout, rsf = ref.expand_to_fused_with_sf((data, sf), npc, ttp, p2e, use_tma_aligned_col_major_sf=col)
+    assert_equal(out, rout)
+    assert_equal(osf, rsf)
+
+
+@pytest.mark.parametrize("col", [False, True])
+def test_expand_to_fused_with_sf_many_scales(col):
+    """256 scale words per row for 128 threads: the words past the first NT go through the
+    second loop."""
+    T, K, E, H = 9, 4, 5, 8192
+    p2e, _, _, ttp, *_ = mapping(T, K, E, seed=3)
+    data = torch.randint(0, 255, (T, H), dtype=torch.uint8)
+    sf = torch.rand(T, H // 32)
+    out, osf = moe.expand_to_fused_with_sf((data, sf), 32, ttp, p2e, use_tma_aligned_col_major_sf=col)
+    rout, rsf = ref.expand_to_fused_with_sf((data, sf), 32, ttp, p2e, use_tma_aligned_col_major_sf=col)
     assert_equal(out, rout)
     assert_equal(osf, rsf)
 
@@ -279,6 +297,17 @@ def test_reduce_fused_row_counts(K):
     xin = (x, torch.rand(p2e.shape[0]))
     w = torch.rand(T, K)
     assert_equal(moe.reduce_fused(xin, w, ttp), ref.reduce_fused(xin, w, ttp))
+
+
+@pytest.mark.parametrize("H", [1536, 2560])
+def test_reduce_fused_chunk_shapes(H):
+    """Blocks of 64 threads x 3 vectors and 160 threads x 2 (whole rows, a thread count that is
+    not a power of two); tokens with no valid slot, one, and several."""
+    T, K, E = 7, 4, 5
+    p2e, _, _, ttp, *_ = mapping(T, K, E, align=1, seed=H)
+    x = torch.randn(p2e.shape[0], H).to(torch.bfloat16)
+    w = torch.rand(T, K)
+    assert_equal(moe.reduce_fused(x, w, ttp), ref.reduce_fused(x, w, ttp))
 
 
 def test_reduce_fused_keeps_negative_zero():

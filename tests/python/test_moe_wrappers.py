@@ -241,11 +241,11 @@ def test_fused_mapping_errors(rec, args, msg):
 # ---- expand / reduce ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype, H, gens", [
-    (torch.bfloat16, 7168, ("V=i32", "H=3584", "BH=3584", "NT=128")),    # 896 vectors = 128 threads x 7
-    (torch.bfloat16, 2560, ("V=i32", "H=1280", "BH=1280", "NT=64")),     # 320 vectors = 64 x 5
-    (torch.bfloat16, 576, ("V=i32", "H=288", "BH=512", "NT=128")),       # 72 vectors: one masked chunk
-    (torch.float32, 7168, ("V=i32", "H=7168", "BH=3584", "NT=128")),     # two chunks of 7 vectors per thread
-    (torch.uint8, 2050, ("V=i16", "H=1025", "BH=1024", "NT=128")),       # odd words: 2-byte words, masked
+    (torch.bfloat16, 7168, ("V=i32", "H=3584", "BH=3584", "K=2", "NT=128")),    # 896 vectors = 128 threads x 7
+    (torch.bfloat16, 2560, ("V=i32", "H=1280", "BH=1280", "K=2", "NT=64")),     # 320 vectors = 64 x 5
+    (torch.bfloat16, 576, ("V=i32", "H=288", "BH=512", "K=2", "NT=128")),       # 72 vectors: one masked chunk
+    (torch.float32, 7168, ("V=i32", "H=7168", "BH=3584", "K=2", "NT=128")),     # two chunks of 7 vectors per thread
+    (torch.uint8, 2050, ("V=i16", "H=1025", "BH=1024", "K=2", "NT=128")),       # odd words: 2-byte words, masked
 ])
 def test_expand_specialisation(rec, dtype, H, gens):
     x = torch.zeros((3, H), dtype=dtype)
@@ -296,7 +296,7 @@ def test_expand_with_sf_layouts(rec, col):
     else:
         assert out_sf.shape == (N, 4) and out_sf.stride() == (4, 1) and out_sf.dtype == torch.float32
     name, gen, args, _ = rec.calls[0]
-    assert name == "expand_to_fused_with_sf" and gen == ("V=i32", "H=128", "BH=128", "NT=32")
+    assert name == "expand_to_fused_with_sf" and gen == ("V=i32", "H=128", "BH=128", "K=2", "NT=32")
     assert args[1].dtype == torch.int32 and args[5].data_ptr() == out_sf.data_ptr()
     assert args[5].stride() == out_sf.stride()
 
@@ -318,9 +318,9 @@ def test_expand_with_sf_errors(rec):
 
 
 @pytest.mark.parametrize("dtype, fmt, H, tail", [
-    (torch.bfloat16, "", 7168, ("TX=bf16", "TO=bf16", "H=7168", "K=6", "NT=128", "OA=8")),
-    (torch.float32, "", 2560, ("TX=f32", "TO=f32", "H=2560", "K=6", "NT=64", "OA=4")),
-    (torch.float32, "e4m3", 2048, ("TX=f32", "TO=e4m3", "H=2048", "K=6", "NT=128", "OA=16")),
+    (torch.bfloat16, "", 7168, ("TX=bf16", "TO=bf16", "H=7168", "K=6", "NT=224", "V=4", "OA=8")),   # whole rows
+    (torch.float32, "", 2560, ("TX=f32", "TO=f32", "H=2560", "K=6", "NT=160", "V=2", "OA=4")),     # 320 = 160 x 2
+    (torch.float32, "e4m3", 2048, ("TX=f32", "TO=e4m3", "H=2048", "K=6", "NT=64", "V=4", "OA=16")),
 ])
 def test_reduce_specialisation(rec, dtype, fmt, H, tail):
     T, K, N = 4, 6, 24
@@ -331,8 +331,8 @@ def test_reduce_specialisation(rec, dtype, fmt, H, tail):
     out = moe.reduce_fused(x, w, ttp, fmt, sf=sf)
     assert out.shape == (T, H) and out.dtype == (torch.float8_e4m3fn if fmt else dtype)
     name, gen, args, _ = rec.calls[0]
-    assert name == "reduce_fused" and gen[:6] == tail
-    assert gen[6:] == ("topk_weights=present", "x_sf=absent", "sf=present" if fmt else "sf=absent")
+    assert name == "reduce_fused" and gen[:7] == tail
+    assert gen[7:] == ("topk_weights=present", "x_sf=absent", "sf=present" if fmt else "sf=absent")
     assert args[0] is x and args[1] is ttp and args[2] is w and args[3] is None and args[5] is out
 
 
@@ -343,12 +343,12 @@ def test_reduce_quant_input_and_out(rec):
     r = moe.reduce_fused((x, xs), None, torch.zeros((T, K), dtype=torch.int32), out=out)
     assert r is out
     name, gen, args, _ = rec.calls[0]
-    assert gen == ("TX=bf16", "TO=bf16", "H=256", "K=2", "NT=32", "OA=8", "topk_weights=absent", "x_sf=present",
+    assert gen == ("TX=bf16", "TO=bf16", "H=256", "K=2", "NT=32", "V=1", "OA=8", "topk_weights=absent", "x_sf=present",
                    "sf=absent")
     assert args[3] is xs
     out2 = torch.zeros((T, H + 1), dtype=torch.bfloat16)[:, :H]
     moe.reduce_fused(x, None, torch.zeros((T, K), dtype=torch.int32), out=out2)
-    assert rec.calls[1][1][5] == "OA=1"
+    assert rec.calls[1][1][6] == "OA=1"
 
 
 def test_reduce_errors(rec):

@@ -113,3 +113,18 @@ def test_references_take_zero_rows(fmt, flags):
     assert out.shape == (0, 576) and sf2.shape[0] == 0
     e, esf = RQ.cast_to_e5m6(x, 576, **kw)
     assert RQ.cast_back_from_e5m6((e, esf), "fp32", (1, 576)).shape == (0, 576)
+
+
+def test_assert_equal_odd_strides():
+    """One scale per row and one row: a column-major (1, 1) view with strides (1, 4) compares by
+    its bytes (x.contiguous() keeps such strides, and a byte view of them fails)."""
+    def col_major(v):
+        store = torch.tensor([[v, 0.0, 0.0, 0.0]])  # (nk, align(nm, 4)) storage, as the layouts allocate
+        return store[:, :1].T
+    sf = col_major(2.5)
+    assert sf.shape == (1, 1) and sf.stride() == (1, 4)
+    T.assert_equal(sf, col_major(2.5))
+    with pytest.raises(AssertionError, match="1 of 4 bytes differ"):
+        T.assert_equal(sf, col_major(3.5))
+    with pytest.raises(AssertionError, match="stride"):
+        T.assert_equal(sf, torch.tensor([[2.5]]))

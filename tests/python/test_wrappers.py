@@ -48,9 +48,12 @@ def test_batched_transpose_specialisation(rec):
     y = tilec.transpose.batched_transpose(x)
     assert y.shape == (2, 192, 128) and y.dtype == torch.bfloat16 and y.is_contiguous()
     name, gen, args = rec.calls[0]
-    assert name == "batched_transpose" and gen == ("T=bf16", "BX=128", "BY=64", "SA=8")
+    # 128 x 128 bf16 tiles; N = 192 is not a multiple of 128: a partial last tile, not a smaller one
+    assert name == "batched_transpose" and gen == ("T=bf16", "BX=128", "BY=128", "SA=8")
     tilec.transpose.batched_transpose(torch.zeros((1, 512, 256), dtype=torch.uint8))
-    assert rec.calls[1][1] == ("T=u8", "BX=256", "BY=256", "SA=16")  # 64 KiB byte tiles
+    assert rec.calls[1][1] == ("T=u8", "BX=256", "BY=256", "SA=16")
+    tilec.transpose.batched_transpose(torch.zeros((1, 64, 128), dtype=torch.uint8))  # smaller than a tile
+    assert rec.calls[2][1] == ("T=u8", "BX=64", "BY=128", "SA=16")
     assert args[0] is x and args[1] is y
 
 

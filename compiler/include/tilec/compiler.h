@@ -29,6 +29,9 @@ typedef enum tilec_status {
 
 const char *tilec_status_name(tilec_status s);
 const char *tilec_version(void);
+/* The version, the LLVM version and a hash of the compiler's sources ("0.1.0+llvm22.1.0+<16 hex>"):
+ * two builds with the same id generate the same code, so caches of compiled kernels key on it. */
+const char *tilec_build_id(void);
 
 typedef struct tilec_program tilec_program;
 

@@ -325,7 +325,8 @@ def expand_to_fused(x: torch.Tensor, token_topk_to_pos: torch.Tensor, pos_to_exp
     _runtime.require_device(x, fn)
     xr, outr = _raw(x), _raw(out)
     bh, nt = _row_chunks(xr.shape[1], xr.element_size())
-    gens = (f"V={_RAW[xr.element_size()][1]}", f"H={xr.shape[1]}", f"BH={bh}", f"NT={nt}")
+    gens = (f"V={_RAW[xr.element_size()][1]}", f"H={xr.shape[1]}", f"BH={bh}", f"K={token_topk_to_pos.shape[1]}",
+            f"NT={nt}")
     _kernel("expand_to_fused", gens).launch(xr, token_topk_to_pos, pos_to_expert, outr, stream=_runtime.stream(x))
     return out
 
@@ -366,11 +367,26 @@ def expand_to_fused_with_sf(x: QuantTensor, num_per_channels: int, token_topk_to
     _runtime.require_device(data, fn)
     xr, outr = _raw(data), _raw(out)
     bh, nt = _row_chunks(xr.shape[1], xr.element_size())
-    gens = (f"V={_RAW[xr.element_size()][1]}", f"H={xr.shape[1]}", f"BH={bh}", f"NT={nt}")
+    gens = (f"V={_RAW[xr.element_size()][1]}", f"H={xr.shape[1]}", f"BH={bh}", f"K={token_topk_to_pos.shape[1]}",
+            f"NT={nt}")
     osf = out_sf.view(torch.int32) if out_sf.dtype != torch.int32 else out_sf
     _kernel("expand_to_fused_with_sf", gens).launch(
         xr, sf.view(torch.int32), token_topk_to_pos, pos_to_expert, outr, osf, stream=_runtime.stream(data))
     return out, out_sf
+
+
+def _reduce_chunk(vectors: int) -> Tuple[int, int]:
+    """(NT threads, V vectors per thread) of a reduce_fused block for rows of ``vectors`` 8-element
+    vectors: NT a multiple of 32 up to 512 and V <= 4 with NT * V dividing the row, the largest
+    chunk first (a whole row when possible), then the larger V. Bytes in flight per SM are what
+    the kernel needs; four vectors per thread keep them high at 4 blocks per SM (about 70
+    registers), where more rows per block would cost registers for each."""
+    best = (32, 1)
+    for v in (4, 3, 2, 1):
+        for nt in range(32, 513, 32):
+            if vectors % (nt * v) == 0 and nt * v > best[0] * best[1]:
+                best = (nt, v)
+    return best
 
 
 def reduce_fused(x: Union[torch.Tensor, QuantTensor], topk_weights: Optional[torch.Tensor],
@@ -424,13 +440,13 @@ def reduce_fused(x: Union[torch.Tensor, QuantTensor], topk_weights: Optional[tor
     if T == 0:
         return out
     _runtime.require_device(x, fn)
-    nt = next(n for n in (128, 64, 32) if H % (8 * n) == 0)
+    nt, nv = _reduce_chunk(H // 8)
     oa = 1
     while oa < 16 // out.element_size() and out.stride(0) % (oa * 2) == 0:
         oa *= 2
     tx = "f32" if x.dtype == torch.float32 else "bf16"
     gens = (f"TX={tx}", f"TO={'e4m3' if fp8_format else tx}", f"H={H}", f"K={K}",
-            f"NT={nt}", f"OA={oa}", _pres("topk_weights", topk_weights), _pres("x_sf", x_sf), _pres("sf", sf))
+            f"NT={nt}", f"V={nv}", f"OA={oa}", _pres("topk_weights", topk_weights), _pres("x_sf", x_sf), _pres("sf", sf))
     _kernel("reduce_fused", gens).launch(x, token_topk_to_pos, topk_weights, x_sf,
                                          None if sf is None else sf.reshape(1), out, stream=_runtime.stream(x))
     return out

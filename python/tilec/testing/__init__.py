@@ -7,6 +7,14 @@ import torch
 __all__ = ["assert_equal", "calc_diff", "check_bias", "count_bytes", "clear_unused_sf", "quant"]
 
 
+def _bytes(t: torch.Tensor) -> torch.Tensor:
+    """The elements' bytes in row-major order. A copy into fresh storage: contiguous() keeps odd
+    strides along dimensions of size 1 (a (1, 1) column-major scale), which view() refuses."""
+    c = torch.empty(t.shape, dtype=t.dtype, device=t.device)
+    c.copy_(t)
+    return c.view(-1).view(torch.uint8)
+
+
 def assert_equal(x: torch.Tensor, y: torch.Tensor, check_dtype=True, check_shape=True, check_stride=True):
     """Same dtype, shape, strides (unless empty), device, and identical bytes."""
     if check_dtype:
@@ -16,8 +24,7 @@ def assert_equal(x: torch.Tensor, y: torch.Tensor, check_dtype=True, check_shape
     if check_stride and x.numel() > 0:
         assert x.stride() == y.stride(), f"stride {x.stride()} != {y.stride()}"
     assert x.device == y.device, f"device {x.device} != {y.device}"
-    a = x.contiguous().flatten().view(torch.uint8)
-    b = y.contiguous().flatten().view(torch.uint8)
+    a, b = _bytes(x), _bytes(y)
     if not torch.equal(a, b):
         bad = (a != b).nonzero()
         raise AssertionError(f"{bad.numel()} of {a.numel()} bytes differ; first at byte {bad[0].item()}: "

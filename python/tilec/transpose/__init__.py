@@ -26,16 +26,16 @@ _kernels = {}
 
 
 def _tile(es, M, N):
-    """Tile rows x columns: 32 KiB tiles (128 x 128 bf16, 64 x 128 f32), 64 KiB for bytes (256 x
-    256), smaller where the extents need it. Every tile row, read or written, spans at least 256
-    bytes where the extents allow: the H200 figures of 2026-11-30 follow that span (transposes
-    with 128-byte rows on either side reached 35-67 % of the copy ceiling, 256 bytes and more
-    85-94 %)."""
+    """Tile rows x columns: 128 x 128 bf16 and 64 x 128 f32 (32 KiB), 256 x 256 bytes (64 KiB) —
+    so that every block reads and writes runs of at least 256 contiguous bytes per row (runs of
+    128 bytes, as 128 x 128 u8 tiles had, reached about half the copy ceiling on an H200). Extents
+    that are not a multiple of the tile get a partial last tile (the kernel masks it); only a
+    matrix smaller than the tile gets a smaller one."""
     bx = {1: 256, 2: 128, 4: 64}[es]
-    by = 256 if es == 1 else 128
-    while M % bx:
+    by = {1: 256, 2: 128, 4: 128}[es]
+    while bx > 64 and bx > M:
         bx //= 2
-    while N % by:
+    while by > 64 and by > N:
         by //= 2
     return bx, by
 

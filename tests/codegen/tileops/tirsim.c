@@ -1550,6 +1550,8 @@ int main(int argc, char **argv)
     transpose_case("u8", DT_U8, 256, 128, 512, 256, 1.0);
     transpose_case("u8", DT_U8, 64, 64, 128, 64, 1.5);
     transpose_case("u8", DT_U8, 256, 128, 300, 200, 1.0);
+    transpose_case("u8", DT_U8, 256, 256, 512, 512, 1.0);
+    transpose_case("u8", DT_U8, 256, 256, 320, 576, 1.0);
     transpose_case("bf16", DT_BF16, 128, 128, 256, 128, 1.0);
     transpose_case("bf16", DT_BF16, 64, 64, 128, 128, 1.0);
     transpose_case("bf16", DT_BF16, 128, 128, 130, 70, 1.0);
