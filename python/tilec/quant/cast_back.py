@@ -54,11 +54,7 @@ def cast_back(x, fmt: str, x_block_size: Tuple[int, int], x_special_fmt: Optiona
         k.launch(xarg, oarg, isf, isfp, stream=_runtime.stream(q))
         return out
     tname = "e2m1" if q.dtype == torch.int8 else "e4m3"
-    # runs of 32 elements (16-byte loads of e4m3 and of packed e2m1) in 4 x 1024 tiles where each run
-    # has one scale: 32 registers for e4m3, so a full SM's 2048 threads (64 KB of loads) in flight
-    tile = dict(VEC=32, BK=1024, BM=4) if H % 1024 == 0 and bn % 32 == 0 else {}
-    k = kernel("cast_back", T=tname, OT=oname, H=H, SBM=bm, SBN=bn, **tile, has_sf=isf is not None,
-               has_sfp=isfp is not None)
+    k = kernel("cast_back", T=tname, OT=oname, H=H, SBM=bm, SBN=bn, has_sf=isf is not None, has_sfp=isfp is not None)
     k.launch(data_arg(q, fn), out, isf, isfp, stream=_runtime.stream(q))
     return out
 
