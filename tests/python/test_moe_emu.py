@@ -277,6 +277,17 @@ def test_mask_indices_by_tp(dtype, ntp):
         assert_equal(moe.mask_indices_by_tp(idx, 64 * 8, 8, tp, ntp), ref.mask_indices_by_tp(idx, 64 * 8, 8, tp, ntp))
 
 
+def test_mask_indices_by_tp_wide_values():
+    """Indices and expert counts beyond 32 bits take the 64-bit path; near 2^31 the 32-bit one."""
+    g = torch.Generator().manual_seed(3)
+    big = torch.randint(-1, 1 << 40, (97, 5), generator=g, dtype=torch.int64)
+    edge = torch.tensor([[(1 << 31) - 1, 1 << 31, (1 << 31) + 5, 0, -1]], dtype=torch.int64)
+    for idx, n, ep in ((big, 1 << 41, 8), (edge, 1 << 33, 2), (edge, 12, 3), (big, (3 << 34) + 7, 3)):
+        for tp, ntp in ((0, 1), (1, 2), (2, 4)):
+            if n // ep >= 1:
+                assert_equal(moe.mask_indices_by_tp(idx, n, ep, tp, ntp), ref.mask_indices_by_tp(idx, n, ep, tp, ntp))
+
+
 @pytest.mark.parametrize("groups", [8, 72, 128])
 def test_inplace_unique_group_indices(groups):
     idx = routing(400, 9, 256, seed=groups)
