@@ -52,7 +52,7 @@ typedef struct EL {
     LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, v, p0, p1, p3;
     StrBuf sites;
     int nsites;
-    LLVMValueRef canon32, canon64; /* the canonical NaNs' bits, opaque to LLVM (canonicalize_nan) */
+    LLVMValueRef canon32, dnan64; /* the f32 canonical NaN and the f64 default NaN, opaque to LLVM */
     bool ok;
 } EL;
 
@@ -462,11 +462,11 @@ static void lower_call(EL *el, LLVMValueRef call)
 
 /* ---------------- instructions ---------------- */
 
-/* the bits of the canonical NaN of width w, as a value LLVM cannot look into: made once, by an
- * empty inline asm at the top of the kernel */
+/* the bits of the f32 canonical NaN (w 32) or the f64 default NaN (w 64), as a value LLVM cannot
+ * look into: made once, by an empty inline asm at the top of the kernel */
 static LLVMValueRef opaque_canon(EL *el, unsigned w)
 {
-    LLVMValueRef *slot = w == 32 ? &el->canon32 : &el->canon64;
+    LLVMValueRef *slot = w == 32 ? &el->canon32 : &el->dnan64;
     if (!*slot) {
         LLVMTypeRef it = w == 32 ? el->i32 : el->i64;
         LLVMTypeRef fty = LLVMFunctionType(it, &it, 1, 0);
@@ -474,7 +474,7 @@ static LLVMValueRef opaque_canon(EL *el, unsigned w)
         LLVMMetadataRef loc = LLVMGetCurrentDebugLocation2(el->b);
         LLVMPositionBuilderBefore(el->b, LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(el->fn)));
         LLVMSetCurrentDebugLocation2(el->b, NULL);
-        LLVMValueRef c = LLVMConstInt(it, ~0ull >> (65 - w), 0);
+        LLVMValueRef c = LLVMConstInt(it, w == 32 ? 0x7FFFFFFFull : 0xFFF8000000000000ull, 0);
         *slot = LLVMBuildCall2(el->b, fty, as, &c, 1, "");
         static const char *const attrs[] = {"nounwind", "willreturn", "nosync", "nofree", "memory"};
         for (unsigned i = 0; i < 5; i++) { /* memory(none): 0 */
@@ -486,45 +486,93 @@ static LLVMValueRef opaque_canon(EL *el, unsigned w)
     return *slot;
 }
 
-/* NaN results of float arithmetic become the canonical 0x7FFFFFFF (f64: 0x7FFF...F). LLVM takes
+/* c as a constant of integer type it, or of the vector type of n of them */
+static LLVMValueRef splat_const(LLVMTypeRef it, unsigned n, uint64_t c)
+{
+    LLVMValueRef k = LLVMConstInt(it, c, 0);
+    if (!n)
+        return k;
+    LLVMValueRef *m = tl_xmalloc(n * sizeof *m);
+    for (unsigned i = 0; i < n; i++)
+        m[i] = k;
+    LLVMValueRef v = LLVMConstVector(m, n);
+    free(m);
+    return v;
+}
+
+/* v (a scalar) in every lane of a vector of n, or v itself when n is 0 */
+static LLVMValueRef splat_value(EL *el, LLVMValueRef v, unsigned n)
+{
+    if (!n)
+        return v;
+    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(v), n);
+    LLVMValueRef one = LLVMBuildInsertElement(el->b, LLVMGetPoison(vt), v, c32(el, 0), "");
+    return LLVMBuildShuffleVector(el->b, one, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(el->i32, n)), "");
+}
+
+/* is the float whose bits are `bits` (width w) a NaN: |bits| > the bits of inf */
+static LLVMValueRef bits_isnan(EL *el, LLVMValueRef bits, unsigned w, unsigned n)
+{
+    LLVMTypeRef it = w == 32 ? el->i32 : el->i64;
+    LLVMValueRef mag = splat_const(it, n, ~0ull >> (65 - w));
+    LLVMValueRef inf = splat_const(it, n, w == 32 ? 0x7F800000u : 0x7FF0000000000000ull);
+    return LLVMBuildICmp(el->b, LLVMIntUGT, LLVMBuildAnd(el->b, bits, mag, ""), inf, "");
+}
+
+/* f64 results that are NaN follow the H200's double-precision unit, which keeps payloads: the
+ * first NaN operand in the order `order` gives the result, with its sign and payload and the
+ * quiet bit set; a NaN made from numbers (0 * inf, sqrt(-1)) is 0xFFF8000000000000. The orders
+ * are measured (tests/gpu/emu_probe.tl probe_f64): add, sub, mul, div and min/max take the second
+ * operand's NaN before the first's; neg and abs of a NaN return it quieted, sign unchanged. */
+static void f64_nan_rule(EL *el, LLVMValueRef inst, const unsigned *order, unsigned norder)
+{
+    LLVMTypeRef t = LLVMTypeOf(inst);
+    bool vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+    unsigned n = vec ? LLVMGetVectorSize(t) : 0;
+    LLVMTypeRef it = vec ? LLVMVectorType(el->i64, n) : el->i64;
+    LLVMValueRef dnan = opaque_canon(el, 64);
+    LLVMPositionBuilderBefore(el->b, LLVMGetNextInstruction(inst));
+    LLVMValueRef quiet = splat_const(el->i64, n, 0x0008000000000000ull);
+    LLVMValueRef v = splat_value(el, dnan, n);
+    for (unsigned k = norder; k-- > 0;) {
+        LLVMValueRef ob = LLVMBuildBitCast(el->b, LLVMGetOperand(inst, order[k]), it, "");
+        v = LLVMBuildSelect(el->b, bits_isnan(el, ob, 64, n), LLVMBuildOr(el->b, ob, quiet, ""), v, "");
+    }
+    LLVMValueRef bits = LLVMBuildBitCast(el->b, inst, it, "");
+    LLVMValueRef sel = LLVMBuildBitCast(el->b, LLVMBuildSelect(el->b, bits_isnan(el, bits, 64, n), v, bits, ""), t, "");
+    LLVMReplaceAllUsesWith(inst, sel);
+    LLVMSetOperand(bits, 0, inst);
+}
+
+/* NaN results of f32 arithmetic become the canonical 0x7FFFFFFF. LLVM takes
  * NaN payloads as unspecified: it folded select(x < 0, NaN, sqrt(x)) into sqrt(x), which left
  * x86's 0xFFC00000. So the canonical NaN is a value it cannot see to be a NaN. */
 static void canonicalize_nan(EL *el, LLVMValueRef inst)
 {
     LLVMTypeRef t = LLVMTypeOf(inst);
     bool vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
-    LLVMTypeRef et = vec ? LLVMGetElementType(t) : t;
-    if (et != el->f32 && et != el->f64)
-        return;
-    unsigned w = et == el->f32 ? 32 : 64;
-    LLVMTypeRef it = et == el->f32 ? el->i32 : el->i64;
-    LLVMValueRef canon = opaque_canon(el, w);
+    unsigned n = vec ? LLVMGetVectorSize(t) : 0;
+    LLVMTypeRef it = vec ? LLVMVectorType(el->i32, n) : el->i32;
+    LLVMValueRef canon = opaque_canon(el, 32);
     LLVMPositionBuilderBefore(el->b, LLVMGetNextInstruction(inst));
-    LLVMValueRef cmag = LLVMConstInt(it, ~0ull >> (65 - w), 0);
-    LLVMValueRef cinf = LLVMConstInt(it, w == 32 ? 0x7F800000u : 0x7FF0000000000000ull, 0);
-    if (vec) { /* splats */
-        unsigned n = LLVMGetVectorSize(t);
-        LLVMValueRef *m = tl_xmalloc(n * sizeof *m), *f = tl_xmalloc(n * sizeof *f);
-        for (unsigned i = 0; i < n; i++)
-            m[i] = cmag, f[i] = cinf;
-        cmag = LLVMConstVector(m, n);
-        cinf = LLVMConstVector(f, n);
-        free(m);
-        free(f);
-        it = LLVMVectorType(it, n);
-        LLVMValueRef one = LLVMBuildInsertElement(el->b, LLVMGetPoison(it), canon, c32(el, 0), "");
-        canon = LLVMBuildShuffleVector(el->b, one, LLVMGetPoison(it), LLVMConstNull(LLVMVectorType(el->i32, n)), "");
-    }
+    canon = splat_value(el, canon, n);
     LLVMValueRef bits = LLVMBuildBitCast(el->b, inst, it, "");
-    LLVMValueRef isnan = LLVMBuildICmp(el->b, LLVMIntUGT, LLVMBuildAnd(el->b, bits, cmag, ""), cinf, "");
-    LLVMValueRef sel = LLVMBuildBitCast(el->b, LLVMBuildSelect(el->b, isnan, canon, bits, ""), t, "");
+    LLVMValueRef sel = LLVMBuildBitCast(el->b, LLVMBuildSelect(el->b, bits_isnan(el, bits, 32, n), canon, bits, ""), t, "");
     LLVMReplaceAllUsesWith(inst, sel);
     LLVMSetOperand(bits, 0, inst);
 }
 
-static bool is_f32ish(EL *el, LLVMTypeRef t)
+/* the GPU's NaN for the float result of inst, whose first nops operands are its float inputs:
+ * f32 canonical, f64 as f64_nan_rule says (the second operand's NaN first) */
+static void gpu_nan(EL *el, LLVMValueRef inst, unsigned nops)
 {
-    return t == el->f32 || (LLVMGetTypeKind(t) == LLVMVectorTypeKind && LLVMGetElementType(t) == el->f32);
+    LLVMTypeRef t = LLVMTypeOf(inst);
+    LLVMTypeRef et = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
+    static const unsigned unary[] = {0}, second_first[] = {1, 0, 2};
+    if (et == el->f32)
+        canonicalize_nan(el, inst);
+    else if (et == el->f64)
+        f64_nan_rule(el, inst, nops == 1 ? unary : second_first, nops);
 }
 
 /* conversions that involve f16, bf16 or f64 (and every fpext / fptrunc), scalarised */
@@ -648,9 +696,11 @@ static void lower_instructions(EL *el)
         case LLVMCall: {
             const char *name = callee_name(i);
             bool keep = name && (starts(name, "llvm.fma.") || starts(name, "llvm.sqrt.") || starts(name, "llvm.floor.") ||
-                                 starts(name, "llvm.ceil.") || starts(name, "llvm.trunc.") || starts(name, "llvm.rint."));
-            if (keep || (name && starts(name, "llvm.fabs.") && is_f32ish(el, LLVMTypeOf(i)))) {
-                canonicalize_nan(el, i);
+                                 starts(name, "llvm.ceil.") || starts(name, "llvm.trunc.") || starts(name, "llvm.rint.") ||
+                                 starts(name, "llvm.fabs."));
+            if (keep) {
+                /* the H200 gives 0x7FFFFFFF for abs(x) of an f32 NaN, x quieted for an f64 one */
+                gpu_nan(el, i, (unsigned)LLVMGetNumArgOperands(i));
             } else {
                 LLVMPositionBuilderBefore(el->b, i);
                 lower_call(el, i);
@@ -661,11 +711,10 @@ static void lower_instructions(EL *el)
         case LLVMFSub:
         case LLVMFMul:
         case LLVMFDiv:
-        case LLVMFRem: canonicalize_nan(el, i); break;
+        case LLVMFRem: gpu_nan(el, i, 2); break;
         case LLVMFNeg:
-            /* the H200 gives 0x7FFFFFFF for -x and abs(x) of an f32 NaN (f64: not measured) */
-            if (is_f32ish(el, LLVMTypeOf(i)))
-                canonicalize_nan(el, i);
+            /* the H200 gives 0x7FFFFFFF for -x of an f32 NaN, x quieted (sign unchanged) for f64 */
+            gpu_nan(el, i, 1);
             break;
         case LLVMFPTrunc:
         case LLVMFPExt:

@@ -3,10 +3,11 @@
  * the rest of `cvt` (f64 and integer sources, rounding modes, float -> int), fma.rm, the MUFU
  * approximations, min/max, and f32 atomic add.
  *
- * NaN results follow the GPU: an operation that makes a NaN makes the canonical one (f32
- * 0x7FFFFFFF, f16/bf16 0x7FFF, f64 0x7FFFFFFFFFFFFFFF), whatever the inputs' payloads, except
- * the conversions between f32 and f64, which keep the sign and the payload and set the quiet
- * bit (measured on an H200: tests/gpu/recorded/). */
+ * NaN results follow the GPU: an f32 or f16/bf16 operation that makes a NaN makes the canonical
+ * one (f32 0x7FFFFFFF, f16/bf16 0x7FFF), whatever the inputs' payloads; the double-precision unit
+ * keeps them: conversions from and to f64 keep the sign and the leading payload bits and set the
+ * quiet bit, and f64 min/max of two NaNs gives the second one quieted (measured on an H200:
+ * tests/gpu/recorded/ and the probe_f64 run of 2026-11-30). */
 #include "emu_internal.h"
 #include "numerics.h"
 
@@ -15,6 +16,7 @@
 
 #define F32_CANON 0x7FFFFFFFu
 #define F64_CANON 0x7FFFFFFFFFFFFFFFull
+#define F64_QUIET 0x0008000000000000ull
 
 static inline float f32_of(uint32_t u) { return tl_num_float(u); }
 static inline uint32_t bits_of(float f) { return tl_num_bits(f); }
@@ -23,6 +25,12 @@ static inline double f64_of(uint64_t u)
     double d;
     memcpy(&d, &u, 8);
     return d;
+}
+static inline double f64_quiet(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, 8);
+    return f64_of(u | F64_QUIET);
 }
 
 /* ---- rounding an exact value into a binary floating-point format ---- */
@@ -209,6 +217,8 @@ uint64_t tl_emu_cvt(uint64_t bits, uint32_t from, uint32_t to, uint32_t rnd)
         return tl_num_f32_to_bf16((uint32_t)bits, (TlNumRound)rnd);
     if (from == TL_EMU_F32 && to == TL_EMU_F16)
         return tl_num_f32_to_f16((uint32_t)bits, (TlNumRound)rnd);
+    if (from == TL_EMU_F16 && to == TL_EMU_F64 && (bits & 0x7FFF) > 0x7C00) /* NaN: payload kept */
+        return (bits >> 15 & 1) << 63 | 0x7FF8000000000000ull | (bits & 0x3FFull) << 42;
     if (from == TL_EMU_F16)
         return tl_emu_cvt(tl_num_f16_to_f32((uint16_t)bits), TL_EMU_F32, to, rnd);
     if (from == TL_EMU_BF16) {
@@ -225,6 +235,10 @@ uint64_t tl_emu_cvt(uint64_t bits, uint32_t from, uint32_t to, uint32_t rnd)
         return (bits >> 31) << 63 | 0x7FF8000000000000ull | (bits & 0x3FFFFFull) << 29;
     if (v.cls == 3 && from == TL_EMU_F64 && to == TL_EMU_F32)
         return (uint32_t)(bits >> 63) << 31 | 0x7FC00000u | (uint32_t)(bits >> 29 & 0x3FFFFF);
+    if (v.cls == 3 && from == TL_EMU_F64 && to == TL_EMU_F16)
+        return (uint32_t)(bits >> 63) << 15 | 0x7E00u | (uint32_t)(bits >> 42 & 0x1FF);
+    if (v.cls == 3 && from == TL_EMU_F64 && to == TL_EMU_BF16)
+        return (uint32_t)(bits >> 63) << 15 | 0x7FC0u | (uint32_t)(bits >> 45 & 0x3F);
     return encode(v, fmt_of(to), rnd);
 }
 
@@ -290,9 +304,9 @@ float tl_emu_ex2(float x, uint32_t ftz)
 
 float tl_emu_rsqrt(float x) { return f32_of(tl_num_rsqrt_approx(bits_of(x), false)); }
 
-/* min.f32 / max.f32: a NaN operand loses to a number; two NaNs give the canonical NaN; -0 counts
- * as less than +0, whichever operand it is (the H200 gives min(+0, -0) = min(-0, +0) = -0 and
- * max = +0 both ways; f64 follows the same rule, not measured yet) */
+/* min.f32 / max.f32: a NaN operand loses to a number; two NaNs give the canonical NaN (f64: the
+ * second quieted); -0 counts as less than +0, whichever operand it is (the H200 gives
+ * min(+0, -0) = min(-0, +0) = -0 and max = +0 both ways) */
 float tl_emu_fminf(float a, float b)
 {
     if (isnan(a))
@@ -318,7 +332,7 @@ float tl_emu_fmaxf(float a, float b)
 double tl_emu_fmin(double a, double b)
 {
     if (isnan(a))
-        return isnan(b) ? f64_of(F64_CANON) : b;
+        return isnan(b) ? f64_quiet(b) : b;
     if (isnan(b))
         return a;
     if (a == b)
@@ -329,7 +343,7 @@ double tl_emu_fmin(double a, double b)
 double tl_emu_fmax(double a, double b)
 {
     if (isnan(a))
-        return isnan(b) ? f64_of(F64_CANON) : b;
+        return isnan(b) ? f64_quiet(b) : b;
     if (isnan(b))
         return a;
     if (a == b)

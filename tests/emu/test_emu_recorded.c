@@ -28,6 +28,7 @@ static const Case cases[] = {
     {"probe_math", "tests/gpu/emu_probe.tl", 0, {0}},
     {"probe_cvt", "tests/gpu/emu_probe.tl", 0, {0}},
     {"probe_atomic", "tests/gpu/emu_probe.tl", 0, {0}},
+    {"probe_f64", "tests/gpu/emu_probe.tl", 0, {0}},
 };
 enum { NCASES = sizeof cases / sizeof cases[0], MAXARGS = 16, MAXGEN = 16 };
 
