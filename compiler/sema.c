@@ -611,6 +611,22 @@ static void bind_tensor_dims(SemaCtx *s, Param *p, int pindex, Sym *ts)
                          et->kind == TY_GENERIC ? et->generic_name : NULL, rank, dims);
 }
 
+/* a parameter may not take the name of an extent or stride that a tensor parameter bound: the
+ * name would mean two values (`x: f32[N], N: i32`; to make an extent equal a scalar, declare the
+ * scalar first: `N: i32, x: f32[N]`) */
+static void dim_name_clash(SemaCtx *s, Item *it, Param *p, Sym *g)
+{
+    if (!g || g->kind != SYM_DIM)
+        return;
+    ERR(p->name.loc, "parameter '%s' has the name of %s of '%s'", p->name.s,
+        g->dim_is_stride ? "a stride" : "an extent", it->params[g->dim_param].name.s);
+    if (&it->params[g->dim_param] == p)
+        diag_note(s->d, g->loc, "bound here");
+    else
+        diag_note(s->d, g->loc, "bound here; a parameter declared before '%s' would make the %s equal to it",
+                  it->params[g->dim_param].name.s, g->dim_is_stride ? "stride" : "extent");
+}
+
 static void check_params(SemaCtx *s, Item *it, const GenericArgs *args)
 {
     if (it->nparams > TL_MAX_PARAMS)
@@ -627,6 +643,7 @@ static void check_params(SemaCtx *s, Item *it, const GenericArgs *args)
             ERR(p->name.loc, "parameter '%s' has the name of a generic parameter", p->name.s);
             diag_note(s->d, g->loc, "the generic parameter is declared here");
         }
+        dim_name_clash(s, it, p, g);
         if (p->ty->kind == TE_TENSOR) {
             Sym *ts = sym_new(s, SYM_TENSOR, p->name.s, p->name.loc, ty_error());
             ts->item = it;
@@ -635,6 +652,9 @@ static void check_params(SemaCtx *s, Item *it, const GenericArgs *args)
             ts->present = !ts->optional || (args && args->present[i]);
             p->sym = ts;
             bind_tensor_dims(s, p, i, ts);
+            Sym *own = scope_lookup(s, p->name.s); /* x: f32[x] */
+            if (own && own->kind == SYM_DIM && own->dim_param == i)
+                dim_name_clash(s, it, p, own);
             scope_add(s, ts);
         } else {
             Type *t = resolve_type(s, p->ty, false);
