@@ -522,8 +522,10 @@ static LLVMValueRef bits_isnan(EL *el, LLVMValueRef bits, unsigned w, unsigned n
 /* f64 results that are NaN follow the H200's double-precision unit, which keeps payloads: the
  * first NaN operand in the order `order` gives the result, with its sign and payload and the
  * quiet bit set; a NaN made from numbers (0 * inf, sqrt(-1)) is 0xFFF8000000000000. The orders
- * are measured (tests/gpu/emu_probe.tl probe_f64): add, sub, mul, div and min/max take the second
- * operand's NaN before the first's; neg and abs of a NaN return it quieted, sign unchanged. */
+ * are measured (tests/gpu/emu_probe.tl probe_f64 and probe_f64_order, tests/gpu/recorded/):
+ * add, sub and mul take the second operand's NaN before the first's, div (a software sequence
+ * on the GPU) the first's, fma(a, b, c) b's, then c's, then a's; neg, abs, sqrt and floor of a
+ * NaN return it quieted, sign unchanged. */
 static void f64_nan_rule(EL *el, LLVMValueRef inst, const unsigned *order, unsigned norder)
 {
     LLVMTypeRef t = LLVMTypeOf(inst);
@@ -562,17 +564,19 @@ static void canonicalize_nan(EL *el, LLVMValueRef inst)
     LLVMSetOperand(bits, 0, inst);
 }
 
-/* the GPU's NaN for the float result of inst, whose first nops operands are its float inputs:
- * f32 canonical, f64 as f64_nan_rule says (the second operand's NaN first) */
-static void gpu_nan(EL *el, LLVMValueRef inst, unsigned nops)
+/* the operand orders of f64_nan_rule */
+static const unsigned NAN_UNARY[] = {0}, NAN_SECOND_FIRST[] = {1, 0}, NAN_FIRST_SECOND[] = {0, 1}, NAN_FMA[] = {1, 2, 0};
+
+/* the GPU's NaN for the float result of inst, whose first nops operands are its float inputs,
+ * looked at in the order `order`: f32 canonical, f64 as f64_nan_rule says */
+static void gpu_nan(EL *el, LLVMValueRef inst, const unsigned *order, unsigned nops)
 {
     LLVMTypeRef t = LLVMTypeOf(inst);
     LLVMTypeRef et = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
-    static const unsigned unary[] = {0}, second_first[] = {1, 0, 2};
     if (et == el->f32)
         canonicalize_nan(el, inst);
     else if (et == el->f64)
-        f64_nan_rule(el, inst, nops == 1 ? unary : second_first, nops);
+        f64_nan_rule(el, inst, order, nops);
 }
 
 /* conversions that involve f16, bf16 or f64 (and every fpext / fptrunc), scalarised */
@@ -700,7 +704,8 @@ static void lower_instructions(EL *el)
                                  starts(name, "llvm.fabs."));
             if (keep) {
                 /* the H200 gives 0x7FFFFFFF for abs(x) of an f32 NaN, x quieted for an f64 one */
-                gpu_nan(el, i, (unsigned)LLVMGetNumArgOperands(i));
+                unsigned nargs = (unsigned)LLVMGetNumArgOperands(i);
+                gpu_nan(el, i, nargs == 3 ? NAN_FMA : NAN_UNARY, nargs == 3 ? 3 : 1);
             } else {
                 LLVMPositionBuilderBefore(el->b, i);
                 lower_call(el, i);
@@ -710,11 +715,11 @@ static void lower_instructions(EL *el)
         case LLVMFAdd:
         case LLVMFSub:
         case LLVMFMul:
-        case LLVMFDiv:
-        case LLVMFRem: gpu_nan(el, i, 2); break;
+        case LLVMFRem: gpu_nan(el, i, NAN_SECOND_FIRST, 2); break; /* frem: f64 not measured */
+        case LLVMFDiv: gpu_nan(el, i, NAN_FIRST_SECOND, 2); break;
         case LLVMFNeg:
             /* the H200 gives 0x7FFFFFFF for -x of an f32 NaN, x quieted (sign unchanged) for f64 */
-            gpu_nan(el, i, 1);
+            gpu_nan(el, i, NAN_UNARY, 1);
             break;
         case LLVMFPTrunc:
         case LLVMFPExt:

@@ -29,6 +29,7 @@ static const Case cases[] = {
     {"probe_cvt", "tests/gpu/emu_probe.tl", 0, {0}},
     {"probe_atomic", "tests/gpu/emu_probe.tl", 0, {0}},
     {"probe_f64", "tests/gpu/emu_probe.tl", 0, {0}},
+    {"probe_f64_order", "tests/gpu/emu_probe.tl", 0, {0}},
 };
 enum { NCASES = sizeof cases / sizeof cases[0], MAXARGS = 16, MAXGEN = 16 };
 
