@@ -18,6 +18,12 @@ sys.path.insert(0, os.path.join(os.environ.get("TILEC_DIST", os.path.join(_root,
 
 import torch  # noqa: E402
 
+# every (flags, n) case compiles the reference lambda again; past dynamo's default limit of 8 it
+# would silently fall back to eager mode and the "torch.compile" column would time eager PyTorch
+for _name in ("recompile_limit", "cache_size_limit"):
+    if hasattr(torch._dynamo.config, _name):
+        setattr(torch._dynamo.config, _name, 256)
+
 import tilec  # noqa: E402
 from tilec.testing import count_bytes  # noqa: E402
 

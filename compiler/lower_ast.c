@@ -552,6 +552,7 @@ static void lower_tile_op(Lower *L, Stmt *st, Expr *e)
         int oi = named_arg(e, "other");
         if (oi >= 0)
             s->other = lower_expr(L, e->args.v[oi]);
+        s->no_split = !bool_arg(e, "split", true);
         mark_written(&s->dst);
         /* run-time extents take the other side's static extent */
         for (int i = 0; i < s->src.rank; i++) {

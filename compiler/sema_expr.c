@@ -973,7 +973,7 @@ static bool tile_ops_allowed(SemaCtx *s, Expr *e, const char *fname)
     return true;
 }
 
-static const char *const copy_args[] = {"other", NULL};
+static const char *const copy_args[] = {"other", "split", NULL};
 static const char *const reduce_args[] = {"dim", "clear", "group", NULL};
 static const char *const cumsum_args[] = {"dim", "exclusive", NULL};
 static const char *const gemm_args[] = {"trans_a", "trans_b", "clear", NULL};
@@ -1062,6 +1062,11 @@ static Type *check_tile_builtin(SemaCtx *s, Expr *e, BuiltinId b, const char *fn
             if (src->kind != TY_TENSOR)
                 diag_warning(s->d, e->args.v[oi]->loc, "'other' has no effect: only reads of a global tensor can fall outside it");
         }
+        if (!const_bool_arg(s, e, "split"))
+            return ty_error();
+        int si = named_index(e, "split");
+        if (si >= 0 && src->kind != TY_TENSOR && dst->kind != TY_TENSOR)
+            diag_warning(s->d, e->args.v[si]->loc, "'split' has no effect: only copies to or from a global tensor are checked against its bounds");
         return ty_void();
     }
     case BI_FILL: {

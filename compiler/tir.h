@@ -211,6 +211,7 @@ struct TStmt {
     int dim;
     int group;            /* REDUCE: reduce groups of `group` consecutive elements (0 = whole dim) */
     bool clear, exclusive, trans_a, trans_b;
+    bool no_split;        /* COPY: split = false, one version with checks (lower_tiles.c) */
     TVar **pvars;         /* PARALLEL loop indices */
     int npvars;
     TBuf *ptile;          /* PARALLEL: the tile iterated */

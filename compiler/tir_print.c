@@ -307,6 +307,8 @@ static void print_stmt(StrBuf *out, const TStmt *s, int ind)
             sb_puts(out, " other ");
             tir_print_expr(out, s->other);
         }
+        if (s->no_split)
+            sb_puts(out, " nosplit");
         break;
     case TS_FILL:
         sb_puts(out, "fill ");
