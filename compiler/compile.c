@@ -22,7 +22,10 @@ static bool dump_wanted(const CompileRequest *rq, const char *pass)
     return rq->dump && rq->dump_after && (!strcmp(rq->dump_after, "all") || !strcmp(rq->dump_after, pass));
 }
 
-static bool run_pass(Compilation *c, const CompileRequest *rq, TKernel *k, const char *name, bool (*pass)(TKernel *))
+/* a pass, the verifier, the dump; false when this specialisation has errors (errs: the count
+ * before it began, so that one failing specialisation does not stop the next) */
+static bool run_pass(Compilation *c, const CompileRequest *rq, TKernel *k, const char *name, bool (*pass)(TKernel *),
+                     int errs)
 {
     if (pass && !pass(k))
         return false;
@@ -32,7 +35,7 @@ static bool run_pass(Compilation *c, const CompileRequest *rq, TKernel *k, const
         sb_printf(rq->dump, "// ---- after %s ----\n", name);
         tir_print(rq->dump, k);
     }
-    return !diag_has_errors(&c->diag);
+    return c->diag.nerrors == errs;
 }
 
 static double ms_now(void)
@@ -58,15 +61,16 @@ bool compile_specialization(Compilation *c, const CompileRequest *rq, CompileRes
 {
     memset(out, 0, sizeof *out);
     double t = ms_now();
+    int errs = c->diag.nerrors;
     if (!sema_kernel(c, rq->kernel, &rq->args))
         return false;
     phase("sema", &t);
     TKernel *k;
     if (!lower_ast(c, rq->kernel, &rq->args, rq->sm, rq->host, &k))
         return false;
-    if (!run_pass(c, rq, k, "lower_ast", NULL) || !run_pass(c, rq, k, "layout", pass_layout) ||
-        !run_pass(c, rq, k, "pipeline", pass_pipeline) || !run_pass(c, rq, k, "lower_tiles", pass_lower_tiles) ||
-        !run_pass(c, rq, k, "smem_plan", pass_smem_plan))
+    if (!run_pass(c, rq, k, "lower_ast", NULL, errs) || !run_pass(c, rq, k, "layout", pass_layout, errs) ||
+        !run_pass(c, rq, k, "pipeline", pass_pipeline, errs) || !run_pass(c, rq, k, "lower_tiles", pass_lower_tiles, errs) ||
+        !run_pass(c, rq, k, "smem_plan", pass_smem_plan, errs))
         return false;
     phase("tir passes", &t);
     StrBuf sig = {0};

@@ -48,8 +48,33 @@ static bool load(Compilation *c, const DriverOptions *o, const char *file)
     return comp_resolve(c);
 }
 
-/* every kernel: each declared specialisation, or a generic check when it declares none */
-static void check_all(Compilation *c)
+/* A specialisation through the tile IR passes for each target (not LLVM): the errors that only
+ * lowering finds (layouts, shared memory, features of the target) show up in `check` too. */
+static bool lower_one(Compilation *c, Item *k, const GenericArgs *args, const int *sms, int nsm)
+{
+    for (int i = 0; i < nsm; i++) {
+        CompileRequest rq = {.kernel = k, .args = *args, .sm = sms[i], .opt_level = 3, .stage = STAGE_TIR};
+        CompileResult r;
+        bool ok = compile_specialization(c, &rq, &r);
+        compile_result_free(&r);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+static bool has_optional_param(const Item *k)
+{
+    for (int p = 0; p < k->nparams; p++)
+        if (k->params[p].ty->kind == TE_TENSOR && k->params[p].ty->optional)
+            return true;
+    return false;
+}
+
+/* every kernel: each declared specialisation, sema and lowering for each target; a kernel that
+ * declares none is checked generically, and also lowered when it has nothing to specialise
+ * (no generics, no optional tensors) */
+static void check_all(Compilation *c, const int *sms, int nsm)
 {
     bool has_spec[4096] = {0};
     for (int m = 0; m < c->nmodules; m++) {
@@ -63,7 +88,7 @@ static void check_all(Compilation *c)
             int n = sema_expand_specialize(c, it, &k, args, TL_MAX_SPECIALIZATIONS);
             for (int j = 0; j < n; j++) {
                 int errs = c->diag.nerrors;
-                sema_kernel(c, k, &args[j]);
+                lower_one(c, k, &args[j], sms, nsm);
                 if (c->diag.nerrors > errs) {
                     StrBuf b = {0};
                     sema_format_generic_args(&b, k, &args[j]);
@@ -81,19 +106,46 @@ static void check_all(Compilation *c)
         Module *mod = c->modules[m];
         for (int i = 0; i < mod->nitems; i++) {
             Item *it = mod->items[i];
-            if (it->kind == IT_KERNEL && !(it->sym && it->sym->id < 4096 && has_spec[it->sym->id]))
-                sema_kernel(c, it, NULL);
-            else if (it->kind == IT_FN)
+            if (it->kind == IT_KERNEL && !(it->sym && it->sym->id < 4096 && has_spec[it->sym->id])) {
+                GenericArgs none;
+                if (it->ngenerics == 0 && !has_optional_param(it) &&
+                    sema_generic_args_from_strings(c, it, NULL, 0, &none))
+                    lower_one(c, it, &none, sms, nsm);
+                else
+                    sema_kernel(c, it, NULL);
+            } else if (it->kind == IT_FN) {
                 sema_fn_generic(c, it);
+            }
         }
     }
 }
 
+/* the targets of --arch (a comma list); false after a message if one is unknown */
+static bool parse_arch_list(const char *list, int *sms, int *nsm)
+{
+    *nsm = 0;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", list ? list : "sm_90a");
+    for (char *save = NULL, *a = strtok_r(buf, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+        int sm = driver_parse_arch(a);
+        if (!sm) {
+            fprintf(stderr, "tilec: error: unknown architecture '%s' (sm_90a or sm_100a)\n", a);
+            return false;
+        }
+        if (*nsm < 2 && (*nsm == 0 || sms[0] != sm))
+            sms[(*nsm)++] = sm;
+    }
+    return *nsm > 0;
+}
+
 int driver_check(const DriverOptions *o, const char *file)
 {
+    int sms[2], nsm;
+    if (!parse_arch_list(o->arch, sms, &nsm))
+        return 1;
     Compilation c;
     if (load(&c, o, file))
-        check_all(&c);
+        check_all(&c, sms, nsm);
     flush_diags(&c);
     int rc = exit_code(&c);
     comp_free(&c);

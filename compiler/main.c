@@ -11,7 +11,7 @@ static const char *usage =
     "usage: tilec <command> [options] FILE\n"
     "\n"
     "commands:\n"
-    "  check FILE            check every kernel (and every declared specialisation)\n"
+    "  check FILE            check and lower every kernel (and every declared specialisation)\n"
     "  list FILE             list kernels: signatures, generic parameters, documentation\n"
     "  emit --stage=S FILE   print a stage: ast, tir, llvm, ptx, cubin (obj with --target=host)\n"
     "  build FILE -o OUT     compile every declared specialisation into a fatbin\n"
