@@ -5,9 +5,9 @@
  *     MUFU ex2 / rsqrt, cp.async, trap) and every inline-asm `cvt` becomes a call to the
  *     emulator's ABI (runtime/emu/tl_emu_abi.h), which reads the current fiber;
  *   - conversions that involve f16, bf16 or f64, min/max, and f32 atomic adds go through the
- *     emulator's bit-exact versions, and float arithmetic results that are NaN (f32 negation
- *     and abs included) become the GPU's canonical NaN, because x86 keeps NaN payloads where
- *     the GPU does not;
+ *     emulator's bit-exact versions, and float arithmetic results that are NaN (negation and
+ *     abs included) become the GPU's NaN: the canonical one for f32, where x86 keeps payloads;
+ *     for f64 the payload of the operand the GPU picks, in its order (gpu_nan_rule);
  *   - shared memory (the extern array tl_smem) becomes the current block's buffer, and every
  *     shared-memory access reports itself first (bounds check and racecheck);
  *   - f16 / bf16 values that are only moved become i16, since x86 would move them through f32
@@ -519,64 +519,52 @@ static LLVMValueRef bits_isnan(EL *el, LLVMValueRef bits, unsigned w, unsigned n
     return LLVMBuildICmp(el->b, LLVMIntUGT, LLVMBuildAnd(el->b, bits, mag, ""), inf, "");
 }
 
-/* f64 results that are NaN follow the H200's double-precision unit, which keeps payloads: the
- * first NaN operand in the order `order` gives the result, with its sign and payload and the
- * quiet bit set; a NaN made from numbers (0 * inf, sqrt(-1)) is 0xFFF8000000000000. The orders
- * are measured (tests/gpu/emu_probe.tl probe_f64 and probe_f64_order, tests/gpu/recorded/):
- * add, sub and mul take the second operand's NaN before the first's, div (a software sequence
- * on the GPU) the first's, fma(a, b, c) b's, then c's, then a's; neg, abs, sqrt and floor of a
- * NaN return it quieted, sign unchanged. */
-static void f64_nan_rule(EL *el, LLVMValueRef inst, const unsigned *order, unsigned norder)
+/* NaN results of float arithmetic as the H200 makes them. f32 (w 32, no order): always the
+ * canonical 0x7FFFFFFF. f64 (w 64): the double-precision unit keeps payloads: the first NaN
+ * operand in the order `order` gives the result, with its sign and payload and the quiet bit set;
+ * a NaN made from numbers (0 * inf, sqrt(-1)) is 0xFFF8000000000000. The orders are measured
+ * (tests/gpu/emu_probe.tl probe_f64 and probe_f64_order, tests/gpu/recorded/): add, sub and mul
+ * take the second operand's NaN before the first's, div (a software sequence on the GPU) the
+ * first's, fma(a, b, c) b's, then c's, then a's; neg, abs, sqrt and floor of a NaN return it
+ * quieted, sign unchanged.
+ * LLVM takes NaN payloads as unspecified: it folded select(x < 0, NaN, sqrt(x)) into sqrt(x),
+ * which left x86's 0xFFC00000. So the NaN made here is a value it cannot see to be a NaN. */
+static void gpu_nan_rule(EL *el, LLVMValueRef inst, unsigned w, const unsigned *order, unsigned norder)
 {
     LLVMTypeRef t = LLVMTypeOf(inst);
     bool vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
     unsigned n = vec ? LLVMGetVectorSize(t) : 0;
-    LLVMTypeRef it = vec ? LLVMVectorType(el->i64, n) : el->i64;
-    LLVMValueRef dnan = opaque_canon(el, 64);
+    LLVMTypeRef et = w == 32 ? el->i32 : el->i64;
+    LLVMTypeRef it = vec ? LLVMVectorType(et, n) : et;
+    LLVMValueRef made = opaque_canon(el, w);
     LLVMPositionBuilderBefore(el->b, LLVMGetNextInstruction(inst));
-    LLVMValueRef quiet = splat_const(el->i64, n, 0x0008000000000000ull);
-    LLVMValueRef v = splat_value(el, dnan, n);
-    for (unsigned k = norder; k-- > 0;) {
-        LLVMValueRef ob = LLVMBuildBitCast(el->b, LLVMGetOperand(inst, order[k]), it, "");
-        v = LLVMBuildSelect(el->b, bits_isnan(el, ob, 64, n), LLVMBuildOr(el->b, ob, quiet, ""), v, "");
+    LLVMValueRef v = splat_value(el, made, n);
+    if (norder) {
+        LLVMValueRef quiet = splat_const(et, n, 0x0008000000000000ull);
+        for (unsigned k = norder; k-- > 0;) {
+            LLVMValueRef ob = LLVMBuildBitCast(el->b, LLVMGetOperand(inst, order[k]), it, "");
+            v = LLVMBuildSelect(el->b, bits_isnan(el, ob, w, n), LLVMBuildOr(el->b, ob, quiet, ""), v, "");
+        }
     }
     LLVMValueRef bits = LLVMBuildBitCast(el->b, inst, it, "");
-    LLVMValueRef sel = LLVMBuildBitCast(el->b, LLVMBuildSelect(el->b, bits_isnan(el, bits, 64, n), v, bits, ""), t, "");
+    LLVMValueRef sel = LLVMBuildBitCast(el->b, LLVMBuildSelect(el->b, bits_isnan(el, bits, w, n), v, bits, ""), t, "");
     LLVMReplaceAllUsesWith(inst, sel);
     LLVMSetOperand(bits, 0, inst);
 }
 
-/* NaN results of f32 arithmetic become the canonical 0x7FFFFFFF. LLVM takes
- * NaN payloads as unspecified: it folded select(x < 0, NaN, sqrt(x)) into sqrt(x), which left
- * x86's 0xFFC00000. So the canonical NaN is a value it cannot see to be a NaN. */
-static void canonicalize_nan(EL *el, LLVMValueRef inst)
-{
-    LLVMTypeRef t = LLVMTypeOf(inst);
-    bool vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
-    unsigned n = vec ? LLVMGetVectorSize(t) : 0;
-    LLVMTypeRef it = vec ? LLVMVectorType(el->i32, n) : el->i32;
-    LLVMValueRef canon = opaque_canon(el, 32);
-    LLVMPositionBuilderBefore(el->b, LLVMGetNextInstruction(inst));
-    canon = splat_value(el, canon, n);
-    LLVMValueRef bits = LLVMBuildBitCast(el->b, inst, it, "");
-    LLVMValueRef sel = LLVMBuildBitCast(el->b, LLVMBuildSelect(el->b, bits_isnan(el, bits, 32, n), canon, bits, ""), t, "");
-    LLVMReplaceAllUsesWith(inst, sel);
-    LLVMSetOperand(bits, 0, inst);
-}
-
-/* the operand orders of f64_nan_rule */
+/* the operand orders of gpu_nan_rule (f64) */
 static const unsigned NAN_UNARY[] = {0}, NAN_SECOND_FIRST[] = {1, 0}, NAN_FIRST_SECOND[] = {0, 1}, NAN_FMA[] = {1, 2, 0};
 
 /* the GPU's NaN for the float result of inst, whose first nops operands are its float inputs,
- * looked at in the order `order`: f32 canonical, f64 as f64_nan_rule says */
+ * looked at in the order `order` (f64 only) */
 static void gpu_nan(EL *el, LLVMValueRef inst, const unsigned *order, unsigned nops)
 {
     LLVMTypeRef t = LLVMTypeOf(inst);
     LLVMTypeRef et = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
     if (et == el->f32)
-        canonicalize_nan(el, inst);
+        gpu_nan_rule(el, inst, 32, NULL, 0);
     else if (et == el->f64)
-        f64_nan_rule(el, inst, order, nops);
+        gpu_nan_rule(el, inst, 64, order, nops);
 }
 
 /* conversions that involve f16, bf16 or f64 (and every fpext / fptrunc), scalarised */
