@@ -425,7 +425,7 @@ def test_mask_indices_by_tp(rec, dtype, name):
     out = moe.mask_indices_by_tp(idx, 256, 8, 1, 4)
     assert out.shape == idx.shape and out.dtype == dtype
     n, g, a, _ = rec.calls[0]
-    assert n == "mask_indices_by_tp" and g == (f"V={name}",) and a[0].shape == (60,) and a[2:] == (32, 1, 4)
+    assert n == "mask_indices_by_tp" and g == (f"V={name}", "R=32", "NTP=4") and a[0].shape == (60,) and a[2:] == (1,)
     assert a[1].data_ptr() == out.data_ptr()
 
 

@@ -531,9 +531,11 @@ def mask_indices_by_tp(indices: torch.Tensor, n: int, num_ep_ranks: int, tp_rank
     if N == 0:
         return out
     _runtime.require_device(indices, fn)
-    _kernel("mask_indices_by_tp", (f"V={_INT_NAMES[indices.dtype]}",)).launch(
-        indices.view(N), out.view(N), n // num_ep_ranks, int(tp_rank), int(num_tp_ranks),
-        stream=_runtime.stream(indices))
+    # the experts per EP rank and the TP rank count are compile-time in the kernel (divisions by
+    # constants); the few pairs a model uses compile once each
+    _kernel("mask_indices_by_tp", (f"V={_INT_NAMES[indices.dtype]}", f"R={n // num_ep_ranks}",
+                                   f"NTP={int(num_tp_ranks)}")).launch(
+        indices.view(N), out.view(N), int(tp_rank), stream=_runtime.stream(indices))
     return out
 
 
