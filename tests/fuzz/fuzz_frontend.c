@@ -1,8 +1,9 @@
-/* fuzz_frontend.c — libFuzzer target over the front end: parse, resolve, then semantic analysis
- * of every kernel (generic check and each declared specialisation) and fn, as `tilec check`
- * does, and the AST printer as `tilec emit --stage=ast` does. Any crash, sanitizer report, leak
- * or slow input is a bug: the compiler runs inside long-lived processes (the JIT). */
-#include "sema.h"
+/* fuzz_frontend.c — libFuzzer target over the front end: parse, resolve, then what `tilec check`
+ * does — semantic analysis of every kernel (generic check) and fn, and each declared
+ * specialisation (and each kernel without generics) through the tile IR passes on sm_90a — and
+ * the AST printer as `tilec emit --stage=ast` does. Any crash, sanitizer report, leak or slow
+ * input is a bug: the compiler runs inside long-lived processes (the JIT). */
+#include "compile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,15 @@ bool sema_fn_generic(Compilation *c, Item *fn);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum { MAX_INSTANCES = 8 }; /* per `specialize`: enough to reach the instance paths */
+
+/* sema, lowering and the tile IR passes of one specialisation, as `tilec check` runs them */
+static void lower_one(Compilation *c, Item *k, const GenericArgs *args)
+{
+    CompileRequest rq = {.kernel = k, .args = *args, .sm = 90, .opt_level = 3, .stage = STAGE_TIR};
+    CompileResult r;
+    compile_specialization(c, &rq, &r);
+    compile_result_free(&r);
+}
 
 static void check_kernels(Compilation *c)
 {
@@ -21,13 +31,16 @@ static void check_kernels(Compilation *c)
             Item *it = mod->items[i];
             if (it->kind == IT_KERNEL) {
                 sema_kernel(c, it, NULL);
+                GenericArgs none;
+                if (it->ngenerics == 0 && sema_generic_args_from_strings(c, it, NULL, 0, &none))
+                    lower_one(c, it, &none);
             } else if (it->kind == IT_FN) {
                 sema_fn_generic(c, it);
             } else if (it->kind == IT_SPECIALIZE) {
                 Item *k = NULL;
                 int n = sema_expand_specialize(c, it, &k, args, MAX_INSTANCES);
                 for (int j = 0; j < n; j++) {
-                    sema_kernel(c, k, &args[j]);
+                    lower_one(c, k, &args[j]);
                     StrBuf b = {0};
                     sema_format_generic_args(&b, k, &args[j]);
                     sb_free(&b);
