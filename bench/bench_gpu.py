@@ -54,6 +54,13 @@ def time_fn(fn, inputs, iters=50, warmup=5):
     return statistics.median(x.elapsed_time(y) for x, y in ts)
 
 
+def write_results(path, ceiling, rows):
+    """The run as JSON (bench/tables.py and bench/plot_performance.py read it)."""
+    with open(path, "w") as f:
+        json.dump({"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(),
+                   "copy_ceiling_GBps": ceiling, "rows": rows}, f, indent=1)
+
+
 def rotated(make, nbytes):
     """Enough independent input sets that consecutive calls miss in L2."""
     n = max(1, min(16, (4 * L2_BYTES) // max(nbytes, 1) + 1))
@@ -131,9 +138,7 @@ def main():
                       lambda r: count_bytes(r))
     print(f"\ncopy ceiling (device-to-device, read+write): {ceiling:.0f} GB/s")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(),
-                       "copy_ceiling_GBps": ceiling, "rows": rows}, f, indent=1)
+        write_results(args.json, ceiling, rows)
 
 
 if __name__ == "__main__":

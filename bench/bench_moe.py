@@ -10,10 +10,8 @@ they read: x rows of tokens with at least one valid slot, expert rows of valid s
 Usage: python bench/bench_moe.py [--json FILE] [--quick] [--no-compile]
 (the table goes to stdout; --json defaults to $OUT/bench_moe.json when $OUT is set)."""
 import argparse
-import json
 import os
 import sys
-import time
 
 _root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(os.environ.get("TILEC_DIST", os.path.join(_root, "dist")), "python"))
@@ -24,7 +22,7 @@ import torch  # noqa: E402
 import tilec  # noqa: E402
 from tilec.testing import count_bytes  # noqa: E402
 from tilec.torch import moe as ref  # noqa: E402
-from bench_gpu import copy_ceiling, rotated, time_fn  # noqa: E402
+from bench_gpu import copy_ceiling, rotated, time_fn, write_results  # noqa: E402
 
 E_TOTAL, EP, K, H = 256, 8, 8, 7168      # DeepSeek-V3-like routing; 32 local experts per EP rank
 BOUND = {"expand_to_fused", "expand_to_fused_with_sf", "reduce_fused"}
@@ -183,9 +181,7 @@ def main():
     for r in over:
         print(f"decode above 10 us: {r['function']}: {r['us']:.1f} us")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(),
-                       "copy_ceiling_GBps": ceiling, "rows": rows}, f, indent=1)
+        write_results(args.json, ceiling, rows)
 
 
 if __name__ == "__main__":

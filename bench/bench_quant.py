@@ -8,14 +8,12 @@ A table is printed; --json writes the rows. Shapes: 16384x7168 and TileKernels' 
 8001x4096 (per-token, per-block, cast-back), 8064x7168 (per-channel), MoE-like rows for SwiGLU.
 """
 import argparse
-import json
 import os
 import sys
-import time
 
 _here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _here)
-from bench_gpu import copy_ceiling, rotated, time_fn  # noqa: E402  (also puts dist/python on the path)
+from bench_gpu import copy_ceiling, rotated, time_fn, write_results  # noqa: E402  (also puts dist/python on the path)
 
 import torch  # noqa: E402
 
@@ -138,9 +136,7 @@ def main():
           tilec.transpose.batched_transpose, R.batched_transpose, True)
     print(f"\ncopy ceiling (device-to-device, read + write): {ceiling:.0f} GB/s")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(),
-                       "copy_ceiling_GBps": ceiling, "rows": rows}, f, indent=1)
+        write_results(args.json, ceiling, rows)
 
 
 if __name__ == "__main__":

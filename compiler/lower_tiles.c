@@ -702,6 +702,7 @@ static int resolve_reg(Subst *S, TBuf *g, TExpr **idx, Loc loc)
 }
 
 static TExpr *rw_expr(Subst *S, TExpr *e);
+static TExpr *rw_operand(void *S, TExpr *e) { return rw_expr(S, e); }
 
 static TExpr *rw_expr(Subst *S, TExpr *e)
 {
@@ -722,17 +723,7 @@ static TExpr *rw_expr(Subst *S, TExpr *e)
         }
         return reg_load(S->L, e->buf, r);
     }
-    TExpr *c = ARENA_NEW(k->arena, TExpr);
-    *c = *e;
-    c->a = rw_expr(S, e->a);
-    c->b = rw_expr(S, e->b);
-    c->c = rw_expr(S, e->c);
-    if (e->nargs) {
-        c->args = ARENA_ARRAY(k->arena, TExpr *, e->nargs);
-        for (int i = 0; i < e->nargs; i++)
-            c->args[i] = rw_expr(S, e->args[i]);
-    }
-    return c;
+    return tx_rebuild(k, e, rw_operand, S);
 }
 
 static TStmt *rw_stmt(Subst *S, TStmt *s);

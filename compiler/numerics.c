@@ -679,7 +679,7 @@ uint32_t tl_num_log1pf(uint32_t ab)
 
 /* ---- table installation ---- */
 
-static uint32_t rd32(const uint8_t *p)
+uint32_t tl_num_rd32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
@@ -745,10 +745,7 @@ size_t tl_num_mufu_encode(unsigned kind, unsigned index_bits, unsigned cut,
     return total;
 }
 
-static int install_fail(char *err, size_t errcap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int install_fail(char *err, size_t errcap, const char *fmt, ...)
+int tl_num_install_fail(char *err, size_t errcap, const char *fmt, ...)
 {
     if (err && errcap > 0) {
         va_list ap;
@@ -763,41 +760,41 @@ int tl_num_mufu_install(const void *blob, size_t len, char *err, size_t errcap)
 {
     const uint8_t *p = blob;
     if (!p || len < 36)
-        return install_fail(err, errcap, "MUFU table: %lu bytes, shorter than the 36-byte header",
+        return tl_num_install_fail(err, errcap, "MUFU table: %lu bytes, shorter than the 36-byte header",
                             p ? (unsigned long)len : 0ul);
     if (memcmp(p, "TLMUFU01", 8) != 0)
-        return install_fail(err, errcap, "MUFU table: bad magic (expected \"TLMUFU01\")");
-    uint32_t kind = rd32(p + 8), nb = rd32(p + 12), bits = rd32(p + 16);
-    int32_t dmin = (int32_t)rd32(p + 20);
-    uint32_t cut = rd32(p + 24), pbytes = rd32(p + 28), hash = rd32(p + 32);
+        return tl_num_install_fail(err, errcap, "MUFU table: bad magic (expected \"TLMUFU01\")");
+    uint32_t kind = tl_num_rd32(p + 8), nb = tl_num_rd32(p + 12), bits = tl_num_rd32(p + 16);
+    int32_t dmin = (int32_t)tl_num_rd32(p + 20);
+    uint32_t cut = tl_num_rd32(p + 24), pbytes = tl_num_rd32(p + 28), hash = tl_num_rd32(p + 32);
     if (kind < 1 || kind > 3)
-        return install_fail(err, errcap,
+        return tl_num_install_fail(err, errcap,
                             "MUFU table: unknown kind %lu (1 = ex2, 2 = rsqrt, 3 = ex2 of -f)",
                             (unsigned long)kind);
     if (nb < 1 || nb > 24)
-        return install_fail(err, errcap, "MUFU table: index_bits %lu outside 1..24",
+        return tl_num_install_fail(err, errcap, "MUFU table: index_bits %lu outside 1..24",
                             (unsigned long)nb);
     if (bits < 1 || bits > 8)
-        return install_fail(err, errcap, "MUFU table: bits_per_entry %lu outside 1..8",
+        return tl_num_install_fail(err, errcap, "MUFU table: bits_per_entry %lu outside 1..8",
                             (unsigned long)bits);
     if (!mufu_cut_ok(kind, cut))
-        return install_fail(err, errcap, "MUFU table: cut %lu invalid for kind %lu",
+        return tl_num_install_fail(err, errcap, "MUFU table: cut %lu invalid for kind %lu",
                             (unsigned long)cut, (unsigned long)kind);
     uint64_t want = (((uint64_t)1 << nb) * bits + 7) / 8;
     if (pbytes != want)
-        return install_fail(err, errcap, "MUFU table: payload_bytes %lu, expected %lu",
+        return tl_num_install_fail(err, errcap, "MUFU table: payload_bytes %lu, expected %lu",
                             (unsigned long)pbytes, (unsigned long)want);
     if (len != 36 + (size_t)pbytes)
-        return install_fail(err, errcap, "MUFU table: blob is %lu bytes, header says %lu",
+        return tl_num_install_fail(err, errcap, "MUFU table: blob is %lu bytes, header says %lu",
                             (unsigned long)len, 36ul + (unsigned long)pbytes);
     if (fnv1a(p + 36, pbytes) != hash)
-        return install_fail(err, errcap, "MUFU table: payload hash mismatch (corrupt file)");
+        return tl_num_install_fail(err, errcap, "MUFU table: payload hash mismatch (corrupt file)");
     MufuTable *t = malloc(sizeof *t);
     uint8_t *copy = malloc(pbytes);
     if (!t || !copy) {
         free(t);
         free(copy);
-        return install_fail(err, errcap, "MUFU table: out of memory for %lu bytes",
+        return tl_num_install_fail(err, errcap, "MUFU table: out of memory for %lu bytes",
                             (unsigned long)pbytes);
     }
     memcpy(copy, p + 36, pbytes);

@@ -270,6 +270,9 @@ int tl_num_mufu_install_builtin(char *err, size_t errcap);
  * u32 packed length, u32 name length, the name (no NUL), the zlib stream of the table file;
  * integers little-endian. */
 int tl_num_mufu_install_packed(const void *data, size_t size, char *err, size_t errcap);
+/* for the installers: a little-endian u32 at p; the message formatted into err (when given), -1 */
+uint32_t tl_num_rd32(const uint8_t *p);
+int tl_num_install_fail(char *err, size_t errcap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #ifdef __cplusplus
 }

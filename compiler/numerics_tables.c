@@ -12,25 +12,6 @@
 extern const unsigned char tl_num_packed_tables[];
 extern const size_t tl_num_packed_tables_size;
 
-static uint32_t get32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static int packed_fail(char *err, size_t errcap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int packed_fail(char *err, size_t errcap, const char *fmt, ...)
-{
-    if (err && errcap > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errcap, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 int tl_num_mufu_install_packed(const void *data, size_t size, char *err, size_t errcap)
 {
     const unsigned char *p = data;
@@ -38,30 +19,30 @@ int tl_num_mufu_install_packed(const void *data, size_t size, char *err, size_t 
     int count = 0;
     while (pos < size) {
         if (size - pos < 12)
-            return packed_fail(err, errcap, "packed MUFU tables: truncated entry header at byte %lu",
+            return tl_num_install_fail(err, errcap, "packed MUFU tables: truncated entry header at byte %lu",
                                (unsigned long)pos);
-        uint32_t raw = get32(p + pos), plen = get32(p + pos + 4), nlen = get32(p + pos + 8);
+        uint32_t raw = tl_num_rd32(p + pos), plen = tl_num_rd32(p + pos + 4), nlen = tl_num_rd32(p + pos + 8);
         if (nlen > 200 || plen > size - pos - 12 || nlen > size - pos - 12 - plen)
-            return packed_fail(err, errcap, "packed MUFU tables: entry at byte %lu overruns the "
+            return tl_num_install_fail(err, errcap, "packed MUFU tables: entry at byte %lu overruns the "
                                "%lu-byte array", (unsigned long)pos, (unsigned long)size);
         const char *name = (const char *)p + pos + 12;
         const unsigned char *z = p + pos + 12 + nlen;
         unsigned char *buf = malloc(raw ? raw : 1);
         if (!buf)
-            return packed_fail(err, errcap, "packed MUFU tables: out of memory for %.*s (%lu bytes)",
+            return tl_num_install_fail(err, errcap, "packed MUFU tables: out of memory for %.*s (%lu bytes)",
                                (int)nlen, name, (unsigned long)raw);
         uLongf got = raw;
         int zr = uncompress(buf, &got, z, plen);
         if (zr != Z_OK || got != raw) {
             free(buf);
-            return packed_fail(err, errcap, "packed MUFU tables: %.*s does not inflate to %lu bytes "
+            return tl_num_install_fail(err, errcap, "packed MUFU tables: %.*s does not inflate to %lu bytes "
                                "(zlib status %d)", (int)nlen, name, (unsigned long)raw, zr);
         }
         char why[200];
         int rc = tl_num_mufu_install(buf, raw, why, sizeof why);
         free(buf);
         if (rc != 0)
-            return packed_fail(err, errcap, "packed MUFU tables: %.*s: %s", (int)nlen, name, why);
+            return tl_num_install_fail(err, errcap, "packed MUFU tables: %.*s: %s", (int)nlen, name, why);
         count++;
         pos += 12 + (size_t)nlen + plen;
     }
@@ -71,7 +52,7 @@ int tl_num_mufu_install_packed(const void *data, size_t size, char *err, size_t 
 int tl_num_mufu_install_builtin(char *err, size_t errcap)
 {
     if (tl_num_packed_tables_size == 0)
-        return packed_fail(err, errcap, "no MUFU tables are built in: compiler/data/ held no "
+        return tl_num_install_fail(err, errcap, "no MUFU tables are built in: compiler/data/ held no "
                            "mufu_*.bin when this library was configured");
     return tl_num_mufu_install_packed(tl_num_packed_tables, tl_num_packed_tables_size, err, errcap);
 }

@@ -162,6 +162,9 @@ typedef struct Subst {
     const char *why;      /* why the copy cannot be hoisted */
 } Subst;
 
+static TExpr *subst(Subst *S, TExpr *e);
+static TExpr *subst_operand(void *S, TExpr *e) { return subst(S, e); }
+
 static TExpr *subst(Subst *S, TExpr *e)
 {
     if (!e || S->why)
@@ -204,17 +207,7 @@ static TExpr *subst(Subst *S, TExpr *e)
     }
     default: break;
     }
-    TExpr *c = ARENA_NEW(k->arena, TExpr);
-    *c = *e;
-    c->a = subst(S, e->a);
-    c->b = subst(S, e->b);
-    c->c = subst(S, e->c);
-    if (e->nargs) {
-        c->args = ARENA_ARRAY(k->arena, TExpr *, e->nargs);
-        for (int i = 0; i < e->nargs; i++)
-            c->args[i] = subst(S, e->args[i]);
-    }
-    return c;
+    return tx_rebuild(k, e, subst_operand, S);
 }
 
 /* ---- D -> D[stage] ---- */

@@ -213,6 +213,21 @@ TExpr *tx_bitcast(TKernel *k, DType to, TExpr *a)
 
 TExpr *tx_cast_int(TKernel *k, TExpr *e, DType to) { return tx_cvt(k, to, e, RND_DEFAULT); }
 
+TExpr *tx_rebuild(TKernel *k, const TExpr *e, TExpr *(*map)(void *ctx, TExpr *operand), void *ctx)
+{
+    TExpr *c = ARENA_NEW(k->arena, TExpr);
+    *c = *e;
+    c->a = map(ctx, e->a);
+    c->b = map(ctx, e->b);
+    c->c = map(ctx, e->c);
+    if (e->nargs) {
+        c->args = ARENA_ARRAY(k->arena, TExpr *, e->nargs);
+        for (int i = 0; i < e->nargs; i++)
+            c->args[i] = map(ctx, e->args[i]);
+    }
+    return c;
+}
+
 TExpr *tx_load(TKernel *k, TBuf *b, TExpr **idx, int n)
 {
     TExpr *e = tx_new(k, TX_LOAD, b->dt);

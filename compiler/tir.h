@@ -264,6 +264,9 @@ TExpr *tx_bitcast(TKernel *k, DType to, TExpr *a);
 TExpr *tx_load(TKernel *k, TBuf *b, TExpr **idx, int n);
 TExpr *tx_call(TKernel *k, int builtin, DType dt, TExpr **args, int n);
 TExpr *tx_cast_int(TKernel *k, TExpr *e, DType to);        /* integer widening/narrowing */
+/* a copy of e whose operands (a, b, c, args) are map(ctx, operand): how a pass rewrites the
+ * expressions below the node it does not change itself */
+TExpr *tx_rebuild(TKernel *k, const TExpr *e, TExpr *(*map)(void *ctx, TExpr *operand), void *ctx);
 bool tx_is_const(const TExpr *e, int64_t *v);
 TStmt *ts_new(TKernel *k, TStmtKind kind, Loc loc);
 TStmt *ts_seq(TKernel *k);

@@ -106,11 +106,12 @@ char *rt_cache_open_dir(const char *requested, int quiet)
     return strdup(dir);
 }
 
-static int rt_read_all(int fd, void *buf, size_t n)
+/* all n bytes through read or write, retrying short transfers and EINTR; -1 on error or EOF */
+static int rt_io_all(int fd, void *buf, size_t n, bool writing)
 {
     char *p = buf;
     while (n) {
-        ssize_t r = read(fd, p, n);
+        ssize_t r = writing ? write(fd, p, n) : read(fd, p, n);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -121,30 +122,8 @@ static int rt_read_all(int fd, void *buf, size_t n)
     return 0;
 }
 
-static int rt_write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t r = write(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-static char *rt_dup_nul(const char *p, size_t n)
-{
-    char *r = malloc(n + 1);
-    if (r) {
-        memcpy(r, p, n);
-        r[n] = 0;
-    }
-    return r;
-}
+static int rt_read_all(int fd, void *buf, size_t n) { return rt_io_all(fd, buf, n, false); }
+static int rt_write_all(int fd, const void *buf, size_t n) { return rt_io_all(fd, (void *)buf, n, true); }
 
 tilec_status rt_cache_load(const char *dir, const char *key, rt_entry *out, int *found, int *rejected)
 {
@@ -182,8 +161,8 @@ tilec_status rt_cache_load(const char *dir, const char *key, rt_entry *out, int 
         *rejected = 1; /* corrupt, truncated or another key's: the caller rebuilds it */
         return TILEC_OK;
     }
-    out->sig = rt_dup_nul(body + h.key_len, h.sig_len);
-    out->payload = rt_dup_nul(body + h.key_len + h.sig_len, h.payload_len);
+    out->sig = rt_strndup(body + h.key_len, h.sig_len);
+    out->payload = rt_strndup(body + h.key_len + h.sig_len, h.payload_len);
     free(body);
     if (!out->sig || !out->payload) {
         rt_entry_free(out);

@@ -49,6 +49,7 @@ typedef struct rt_arena {
 } rt_arena;
 void *rt_arena_alloc(rt_arena *a, size_t size); /* zeroed, 16-byte aligned; NULL when out of memory */
 char *rt_arena_strndup(rt_arena *a, const char *s, size_t n);
+char *rt_strndup(const char *s, size_t n);   /* malloc'd copy of n bytes plus a NUL; NULL when out of memory */
 void rt_arena_free(rt_arena *a);
 
 /* Appends to a fixed buffer, truncating with "..." rather than overflowing: error messages are

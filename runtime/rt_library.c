@@ -335,16 +335,6 @@ static void rt_cache_key(const tilec_rt_library *lib, const char *kernel, const 
              rt->arch, rt->opt_level, rt->driver_version);
 }
 
-static char *rt_strndup0(const char *s, size_t n)
-{
-    char *r = malloc(n + 1);
-    if (r) {
-        memcpy(r, s, n);
-        r[n] = 0;
-    }
-    return r;
-}
-
 static tilec_status rt_compile(tilec_rt_library *lib, const char *kernel, const char *const *generics, int ngenerics,
                                rt_entry *e)
 {
@@ -358,12 +348,12 @@ static tilec_status rt_compile(tilec_rt_library *lib, const char *kernel, const 
         return s;
     atomic_fetch_add(&rt->compiles, 1);
     e->sig_len = strlen(out.signature);
-    e->sig = rt_strndup0(out.signature, e->sig_len);
+    e->sig = rt_strndup(out.signature, e->sig_len);
     if (!e->sig) {
         s = rt_fail(TILEC_ERROR_INTERNAL, "out of memory after compiling '%s'", kernel);
     } else if (rt->cpu) { /* the CPU device: an x86-64 object for the emulator */
         e->payload_len = out.object_size;
-        if (!out.object || !(e->payload = rt_strndup0(out.object, out.object_size)))
+        if (!out.object || !(e->payload = rt_strndup(out.object, out.object_size)))
             s = rt_fail(TILEC_ERROR_INTERNAL, "compiling '%s' for the CPU gave no object", kernel);
         e->kind = RT_PAYLOAD_HOST_OBJECT;
     } else if (rt->drv->has_link) {
@@ -376,7 +366,7 @@ static tilec_status rt_compile(tilec_rt_library *lib, const char *kernel, const 
     } else {
         /* no driver linker: keep the PTX, which cuModuleLoadData JIT-compiles itself */
         e->payload_len = out.ptx_size;
-        if (!(e->payload = rt_strndup0(out.ptx, out.ptx_size)))
+        if (!(e->payload = rt_strndup(out.ptx, out.ptx_size)))
             s = rt_fail(TILEC_ERROR_INTERNAL, "out of memory after compiling '%s'", kernel);
         e->kind = RT_PAYLOAD_PTX;
     }

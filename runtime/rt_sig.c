@@ -104,9 +104,10 @@ static tilec_status rt_index_field(rt_sig_parser *sp, long *out)
     return s;
 }
 
-static tilec_status rt_parse_tensor(rt_sig_parser *sp)
+/* the fields a tensor and a scalar line share: index (defined once), name, dtype */
+static tilec_status rt_param_head(rt_sig_parser *sp, int kind, const char *what, rt_param **out)
 {
-    long i, rank, align;
+    long i;
     char w[64];
     tilec_status s;
     if ((s = rt_index_field(sp, &i)) != TILEC_OK)
@@ -115,8 +116,8 @@ static tilec_status rt_parse_tensor(rt_sig_parser *sp)
     if (sp->defined[i])
         return rt_lerr(sp, "parameter %ld is defined twice", i);
     sp->defined[i] = 1;
-    p->kind = RT_P_TENSOR;
-    if ((s = rt_name_field(sp, "tensor name", &p->name)) != TILEC_OK)
+    p->kind = (uint8_t)kind;
+    if ((s = rt_name_field(sp, what, &p->name)) != TILEC_OK)
         return s;
     if (!rt_word(sp, w, sizeof w))
         return rt_lerr(sp, "missing %s", "dtype");
@@ -124,6 +125,18 @@ static tilec_status rt_parse_tensor(rt_sig_parser *sp)
     if (dt < 0)
         return rt_lerr(sp, "unknown dtype '%s'", w);
     p->dtype = (uint8_t)dt;
+    *out = p;
+    return TILEC_OK;
+}
+
+static tilec_status rt_parse_tensor(rt_sig_parser *sp)
+{
+    long rank, align;
+    char w[64];
+    rt_param *p;
+    tilec_status s = rt_param_head(sp, RT_P_TENSOR, "tensor name", &p);
+    if (s != TILEC_OK)
+        return s;
     if ((s = rt_uint_field(sp, "rank", TILEC_RT_MAX_RANK, &rank)) != TILEC_OK)
         return s;
     p->rank = (uint8_t)rank;
@@ -149,25 +162,9 @@ static tilec_status rt_parse_tensor(rt_sig_parser *sp)
 
 static tilec_status rt_parse_scalar(rt_sig_parser *sp)
 {
-    long i;
-    char w[64];
-    tilec_status s;
-    if ((s = rt_index_field(sp, &i)) != TILEC_OK)
-        return s;
-    rt_param *p = &sp->params[i];
-    if (sp->defined[i])
-        return rt_lerr(sp, "parameter %ld is defined twice", i);
-    sp->defined[i] = 1;
-    p->kind = RT_P_SCALAR;
-    if ((s = rt_name_field(sp, "scalar name", &p->name)) != TILEC_OK)
-        return s;
-    if (!rt_word(sp, w, sizeof w))
-        return rt_lerr(sp, "missing %s", "dtype");
-    int dt = rt_dtype_lookup(w, strlen(w));
-    if (dt < 0)
-        return rt_lerr(sp, "unknown dtype '%s'", w);
-    p->dtype = (uint8_t)dt;
-    return rt_line_done(sp);
+    rt_param *p;
+    tilec_status s = rt_param_head(sp, RT_P_SCALAR, "scalar name", &p);
+    return s != TILEC_OK ? s : rt_line_done(sp);
 }
 
 /* dim / stride lines may precede their tensor line: the axis is checked once all are read */

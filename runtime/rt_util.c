@@ -76,6 +76,16 @@ char *rt_arena_strndup(rt_arena *a, const char *s, size_t n)
     return r;
 }
 
+char *rt_strndup(const char *s, size_t n)
+{
+    char *r = malloc(n + 1);
+    if (r) {
+        memcpy(r, s, n);
+        r[n] = 0;
+    }
+    return r;
+}
+
 void rt_arena_free(rt_arena *a)
 {
     while (a->head) {

@@ -16,45 +16,15 @@ sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(_root, "bui
 HAS_FP8 = hasattr(torch, "float8_e4m3fn")  # older torch: FP8 cases are skipped (run this file on its own:
                                            # a byte stand-in for float8 from another test would confuse dtypes)
 
-import tilec  # noqa: E402
+from emu_fixture import cpu_emulator  # noqa: E402  (tests/python: pytest puts it on the path)
 import tilec.moe as moe  # noqa: E402
-from tilec import _native, _runtime  # noqa: E402
 from tilec.testing import assert_equal, calc_diff  # noqa: E402
 from tilec.torch import moe as ref  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
 def emulator():
-    """The runtime on its CPU device, with CPU tensors; skips the module when there is none. Only
-    on machines without a GPU: a runtime that ignores TILEC_DEVICE would run CPU pointers on it
-    (GPU machines run tests/gpu instead)."""
-    if torch.cuda.is_available():
-        pytest.skip("a GPU machine: tests/gpu covers the kernels")
-    saved = os.environ.get("TILEC_DEVICE")
-    os.environ["TILEC_DEVICE"] = "cpu"
-    source = os.environ.get("TILEC_KERNELS", os.path.join(_root, "kernels.tl"))
-    try:
-        rt = _native.Runtime(cache_dir=os.environ.get("TILEC_CACHE_DIR"))
-        lib = rt.open(source=source)
-        lib.kernel("normalize_weight", ("K=2",))
-    except Exception as e:  # no CPU device in this runtime (or no compiler for the host)
-        if saved is None:
-            del os.environ["TILEC_DEVICE"]
-        pytest.skip(f"no CPU emulator: {e}")
-    mp = pytest.MonkeyPatch()
-    mp.setattr(_runtime, "_rt", rt)
-    mp.setattr(_runtime, "_lib", lib)
-    mp.setattr(_runtime, "_kernels", {})
-    mp.setattr(_runtime, "require_device", lambda x, fn: None)
-    mp.setattr(_runtime, "stream", lambda t: 0)
-    moe._kernels.clear()
-    yield
-    mp.undo()
-    moe._kernels.clear()
-    if saved is None:
-        os.environ.pop("TILEC_DEVICE", None)
-    else:
-        os.environ["TILEC_DEVICE"] = saved
+    yield from cpu_emulator(probe=("normalize_weight", ("K=2",)), caches=(moe._kernels,))
 
 
 @pytest.fixture(params=[132, 7], ids=lambda n: f"sms{n}")

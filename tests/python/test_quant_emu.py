@@ -29,8 +29,8 @@ sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(_root, "bui
 if not hasattr(torch, "float8_e4m3fn"):
     torch.float8_e4m3fn = torch.uint8  # a byte stand-in: the references encode e4m3 in software
 
+from emu_fixture import cpu_emulator  # noqa: E402  (tests/python: pytest puts it on the path)
 import tilec.transpose as TR  # noqa: E402
-from tilec import _native, _runtime  # noqa: E402
 from tilec import quant as Q  # noqa: E402
 from tilec import torch as R  # noqa: E402
 from tilec.testing import (assert_equal, calc_diff, check_bias, clamp_abs_ratio, expand_rows,  # noqa: E402
@@ -48,34 +48,8 @@ TS = [67, 67, 1, 0]
 
 @pytest.fixture(scope="module", autouse=True)
 def emulator():
-    """The runtime on its CPU device, with CPU tensors; skips the module when there is none. Only
-    on machines without a GPU: a runtime that ignores TILEC_DEVICE would run CPU pointers on it."""
-    if torch.cuda.is_available():
-        pytest.skip("a GPU machine: tests/gpu covers the kernels")
-    saved = os.environ.get("TILEC_DEVICE")
-    os.environ["TILEC_DEVICE"] = "cpu"
-    source = os.environ.get("TILEC_KERNELS", os.path.join(_root, "kernels.tl"))
-    try:
-        rt = _native.Runtime(cache_dir=os.environ.get("TILEC_CACHE_DIR"))
-        lib = rt.open(source=source)
-        lib.kernel("batched_transpose", ("T=i8", "BX=64", "BY=64", "SA=16"))
-    except Exception as e:  # no CPU device in this runtime (or no compiler for the host)
-        if saved is None:
-            del os.environ["TILEC_DEVICE"]
-        pytest.skip(f"no CPU emulator: {e}")
-    mp = pytest.MonkeyPatch()
-    mp.setattr(_runtime, "_rt", rt)
-    mp.setattr(_runtime, "_lib", lib)
-    mp.setattr(_runtime, "_kernels", {})
-    mp.setattr(_runtime, "stream", lambda t: 0)
-    TR._kernels.clear()
-    yield
-    mp.undo()
-    TR._kernels.clear()
-    if saved is None:
-        os.environ.pop("TILEC_DEVICE", None)
-    else:
-        os.environ["TILEC_DEVICE"] = saved
+    yield from cpu_emulator(probe=("batched_transpose", ("T=i8", "BX=64", "BY=64", "SA=16")), patch_require=False,
+                            caches=(TR._kernels,))
 
 
 def rotate(cases, *factors):

@@ -18,11 +18,10 @@ sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(_root, "bui
 if not hasattr(torch, "float8_e4m3fn"):
     torch.float8_e4m3fn = torch.uint8  # an older torch: bytes stand in for e4m3 (as test_quant_refs.py)
 
-import tilec  # noqa: E402
+from emu_fixture import cpu_emulator  # noqa: E402  (tests/python: pytest puts it on the path)
 import tilec.quant as Q  # noqa: E402
 import tilec.torch as R  # noqa: E402
 import tilec.transpose as TR  # noqa: E402
-from tilec import _native, _runtime  # noqa: E402
 from tilec.testing import assert_equal  # noqa: E402
 
 PK = dict(use_tma_aligned_col_major_sf=True, round_sf=True, use_packed_ue8m0=True)
@@ -33,33 +32,7 @@ FLAG_IDS = ["row-round", "packed", "row-ieee"]
 
 @pytest.fixture(scope="module", autouse=True)
 def emulator():
-    """The runtime on its CPU device with CPU tensors (as tests/python/test_moe_emu.py)."""
-    if torch.cuda.is_available():
-        pytest.skip("a GPU machine: tests/gpu covers the kernels")
-    saved = os.environ.get("TILEC_DEVICE")
-    os.environ["TILEC_DEVICE"] = "cpu"
-    source = os.environ.get("TILEC_KERNELS", os.path.join(_root, "kernels.tl"))
-    try:
-        rt = _native.Runtime(cache_dir=os.environ.get("TILEC_CACHE_DIR"))
-        lib = rt.open(source=source)
-    except Exception as e:
-        if saved is None:
-            del os.environ["TILEC_DEVICE"]
-        pytest.skip(f"no CPU emulator: {e}")
-    mp = pytest.MonkeyPatch()
-    mp.setattr(_runtime, "_rt", rt)
-    mp.setattr(_runtime, "_lib", lib)
-    mp.setattr(_runtime, "_kernels", {})
-    mp.setattr(_runtime, "require_device", lambda x, fn: None)
-    mp.setattr(_runtime, "stream", lambda t: 0)
-    TR._kernels.clear()
-    yield
-    mp.undo()
-    TR._kernels.clear()
-    if saved is None:
-        os.environ.pop("TILEC_DEVICE", None)
-    else:
-        os.environ["TILEC_DEVICE"] = saved
+    yield from cpu_emulator(caches=(TR._kernels,))
 
 
 def data(t, h, dtype=torch.bfloat16, seed=0):
