@@ -21,7 +21,7 @@ static int64_t gcd64(int64_t a, int64_t b)
     return a;
 }
 
-static void add_mode(Layout *l, int size, int div, bool thread, int dim, int64_t stride)
+void layout_add_mode(Layout *l, int size, int div, bool thread, int dim, int64_t stride)
 {
     if (size <= 1 || l->nmodes >= 24)
         return;
@@ -44,7 +44,7 @@ Layout *layout_default(Arena *a, int rank, const int64_t *shape, int nthreads, i
     l->vec = (int)v;
     int reg_div = 1, thr_div = 1;
     int64_t threads_left = nthreads;
-    add_mode(l, (int)v, reg_div, false, last, 1);
+    layout_add_mode(l, (int)v, reg_div, false, last, 1);
     reg_div *= (int)v;
     int64_t rest[TL_MAX_RANK], rest_stride[TL_MAX_RANK];
     for (int d = last; d >= 0; d--) {
@@ -53,17 +53,17 @@ Layout *layout_default(Arena *a, int rank, const int64_t *shape, int nthreads, i
         int64_t tx = gcd64(threads_left, ext);
         if (d == last && tpr > 0 && tx > tpr && tx % tpr == 0)
             tx = tpr;
-        add_mode(l, (int)tx, thr_div, true, d, base);
+        layout_add_mode(l, (int)tx, thr_div, true, d, base);
         thr_div *= (int)tx;
         threads_left /= tx;
         rest[d] = ext / tx;
         rest_stride[d] = base * tx;
     }
     for (int d = last; d >= 0; d--) {
-        add_mode(l, (int)rest[d], reg_div, false, d, rest_stride[d]);
+        layout_add_mode(l, (int)rest[d], reg_div, false, d, rest_stride[d]);
         reg_div *= (int)rest[d];
     }
-    add_mode(l, (int)threads_left, thr_div, true, -1, 0);
+    layout_add_mode(l, (int)threads_left, thr_div, true, -1, 0);
     l->nregs = reg_div;
     return l;
 }
@@ -187,7 +187,7 @@ Layout *layout_reduce(Arena *a, const Layout *src, int dim, int group)
         }
         if (drop && nd > dim)
             nd--;
-        add_mode(l, m->size, reg_div, false, nd, stride);
+        layout_add_mode(l, m->size, reg_div, false, nd, stride);
         reg_div *= m->size;
     }
     for (int i = 0; i < ref->nmodes; i++) {
@@ -195,7 +195,7 @@ Layout *layout_reduce(Arena *a, const Layout *src, int dim, int group)
         if (!m->thread)
             continue;
         if (mode_reduced(m, dim, group) || m->dim < 0) {
-            add_mode(l, m->size, m->div, true, -1, 0);
+            layout_add_mode(l, m->size, m->div, true, -1, 0);
             continue;
         }
         int nd = m->dim;
@@ -204,7 +204,7 @@ Layout *layout_reduce(Arena *a, const Layout *src, int dim, int group)
             stride /= group;
         if (drop && nd > dim)
             nd--;
-        add_mode(l, m->size, m->div, true, nd, stride);
+        layout_add_mode(l, m->size, m->div, true, nd, stride);
     }
     l->nregs = reg_div;
     l->vec = 1;
@@ -226,6 +226,17 @@ int transpose_vec(int elem_bytes, int64_t r0, int64_t r1, int nthreads)
 
 /* ---------------- thread and register coordinates ---------------- */
 
+/* thread mode m's digit of the thread index: (tid / div) % size, without what cannot change it */
+static TExpr *mode_index(TKernel *k, const Layout *l, const LMode *m)
+{
+    TExpr *t = tx_special(k, SP_TID_X);
+    if (m->div > 1)
+        t = tx_bin(k, OP_DIV, t, tx_const_int(k, DT_I32, m->div));
+    if ((int64_t)m->div * m->size < l->nthreads)
+        t = tx_bin(k, OP_MOD, t, tx_const_int(k, DT_I32, m->size));
+    return t;
+}
+
 /* The element coordinate along `dim` contributed by the thread modes: the sum of
  * ((tid / div) % size) * stride (the `%` left out where the mode spans every thread). */
 TExpr *layout_thread_coord(TKernel *k, const Layout *l, int dim)
@@ -235,11 +246,7 @@ TExpr *layout_thread_coord(TKernel *k, const Layout *l, int dim)
         const LMode *m = &l->modes[i];
         if (!m->thread || m->dim != dim)
             continue;
-        TExpr *t = tx_special(k, SP_TID_X);
-        if (m->div > 1)
-            t = tx_bin(k, OP_DIV, t, tx_const_int(k, DT_I32, m->div));
-        if ((int64_t)m->div * m->size < l->nthreads)
-            t = tx_bin(k, OP_MOD, t, tx_const_int(k, DT_I32, m->size));
+        TExpr *t = mode_index(k, l, m);
         if (m->stride != 1)
             t = tx_bin(k, OP_MUL, t, tx_const_int(k, DT_I32, m->stride));
         sum = tx_bin(k, OP_ADD, sum, t);
@@ -268,11 +275,7 @@ TExpr *layout_leader_pred(TKernel *k, const Layout *l)
         const LMode *m = &l->modes[i];
         if (!m->thread || m->dim >= 0)
             continue;
-        TExpr *t = tx_special(k, SP_TID_X);
-        if (m->div > 1)
-            t = tx_bin(k, OP_DIV, t, tx_const_int(k, DT_I32, m->div));
-        if ((int64_t)m->div * m->size < l->nthreads)
-            t = tx_bin(k, OP_MOD, t, tx_const_int(k, DT_I32, m->size));
+        TExpr *t = mode_index(k, l, m);
         TExpr *c = tx_bin(k, OP_EQ, t, tx_const_int(k, DT_I32, 0));
         p = p ? tx_bin(k, OP_LAND, p, c) : c;
     }

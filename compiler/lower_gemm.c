@@ -144,18 +144,6 @@ static bool make_plan(TKernel *k, const TStmt *s, Plan *p)
 
 /* ---- layouts ---- */
 
-static void mode(Layout *l, int size, int div, bool thread, int dim, int64_t stride)
-{
-    if (size <= 1)
-        return;
-    LMode *m = &l->modes[l->nmodes++];
-    m->size = size;
-    m->div = div;
-    m->thread = thread;
-    m->dim = dim;
-    m->stride = stride;
-}
-
 static Layout *new_layout(TKernel *k, const TBuf *f)
 {
     Layout *l = ARENA_NEW(k->arena, Layout);
@@ -177,15 +165,15 @@ static void finish(Layout *l, int nregs)
 static Layout *layout_c(TKernel *k, const Plan *p, const TBuf *f)
 {
     Layout *l = new_layout(k, f);
-    mode(l, 2, 1, false, p->cn, 1);
-    mode(l, 2, 2, false, p->cm, 8);
-    mode(l, p->ni, 4, false, p->cn, 8);
-    mode(l, p->mi, 4 * p->ni, false, p->cm, 16);
-    mode(l, 4, 1, true, p->cn, 2);
-    mode(l, 8, 4, true, p->cm, 1);
-    mode(l, p->wn, 32, true, p->cn, p->N / p->wn);
-    mode(l, p->wm, 32 * p->wn, true, p->cm, p->M / p->wm);
-    mode(l, p->rep, 32 * p->wn * p->wm, true, -1, 0);
+    layout_add_mode(l, 2, 1, false, p->cn, 1);
+    layout_add_mode(l, 2, 2, false, p->cm, 8);
+    layout_add_mode(l, p->ni, 4, false, p->cn, 8);
+    layout_add_mode(l, p->mi, 4 * p->ni, false, p->cm, 16);
+    layout_add_mode(l, 4, 1, true, p->cn, 2);
+    layout_add_mode(l, 8, 4, true, p->cm, 1);
+    layout_add_mode(l, p->wn, 32, true, p->cn, p->N / p->wn);
+    layout_add_mode(l, p->wm, 32 * p->wn, true, p->cm, p->M / p->wm);
+    layout_add_mode(l, p->rep, 32 * p->wn * p->wm, true, -1, 0);
     finish(l, 4 * p->mi * p->ni);
     return l;
 }
@@ -194,16 +182,16 @@ static Layout *layout_a(TKernel *k, const Plan *p, const TBuf *f)
 {
     Layout *l = new_layout(k, f);
     int E = p->E;
-    mode(l, E, 1, false, p->ak, 1);
-    mode(l, 2, E, false, p->am, 8);
-    mode(l, 2, 2 * E, false, p->ak, 4 * E);
-    mode(l, p->ks, 4 * E, false, p->ak, p->ik);
-    mode(l, p->mi, 4 * E * p->ks, false, p->am, 16);
-    mode(l, 4, 1, true, p->ak, E);
-    mode(l, 8, 4, true, p->am, 1);
-    mode(l, p->wn, 32, true, -1, 0);
-    mode(l, p->wm, 32 * p->wn, true, p->am, p->M / p->wm);
-    mode(l, p->rep, 32 * p->wn * p->wm, true, -1, 0);
+    layout_add_mode(l, E, 1, false, p->ak, 1);
+    layout_add_mode(l, 2, E, false, p->am, 8);
+    layout_add_mode(l, 2, 2 * E, false, p->ak, 4 * E);
+    layout_add_mode(l, p->ks, 4 * E, false, p->ak, p->ik);
+    layout_add_mode(l, p->mi, 4 * E * p->ks, false, p->am, 16);
+    layout_add_mode(l, 4, 1, true, p->ak, E);
+    layout_add_mode(l, 8, 4, true, p->am, 1);
+    layout_add_mode(l, p->wn, 32, true, -1, 0);
+    layout_add_mode(l, p->wm, 32 * p->wn, true, p->am, p->M / p->wm);
+    layout_add_mode(l, p->rep, 32 * p->wn * p->wm, true, -1, 0);
     finish(l, 4 * E * p->ks * p->mi);
     return l;
 }
@@ -212,15 +200,15 @@ static Layout *layout_b(TKernel *k, const Plan *p, const TBuf *f)
 {
     Layout *l = new_layout(k, f);
     int E = p->E;
-    mode(l, E, 1, false, p->bk, 1);
-    mode(l, 2, E, false, p->bk, 4 * E);
-    mode(l, p->ks, 2 * E, false, p->bk, p->ik);
-    mode(l, p->ni, 2 * E * p->ks, false, p->bn, 8);
-    mode(l, 4, 1, true, p->bk, E);
-    mode(l, 8, 4, true, p->bn, 1);
-    mode(l, p->wn, 32, true, p->bn, p->N / p->wn);
-    mode(l, p->wm, 32 * p->wn, true, -1, 0);
-    mode(l, p->rep, 32 * p->wn * p->wm, true, -1, 0);
+    layout_add_mode(l, E, 1, false, p->bk, 1);
+    layout_add_mode(l, 2, E, false, p->bk, 4 * E);
+    layout_add_mode(l, p->ks, 2 * E, false, p->bk, p->ik);
+    layout_add_mode(l, p->ni, 2 * E * p->ks, false, p->bn, 8);
+    layout_add_mode(l, 4, 1, true, p->bk, E);
+    layout_add_mode(l, 8, 4, true, p->bn, 1);
+    layout_add_mode(l, p->wn, 32, true, p->bn, p->N / p->wn);
+    layout_add_mode(l, p->wm, 32 * p->wn, true, -1, 0);
+    layout_add_mode(l, p->rep, 32 * p->wn * p->wm, true, -1, 0);
     finish(l, 2 * E * p->ks * p->ni);
     return l;
 }

@@ -309,6 +309,8 @@ int transpose_vec(int elem_bytes, int64_t r0, int64_t r1, int nthreads);
  * true for one replica of replicated elements (NULL if none) */
 TExpr *layout_thread_coord(TKernel *k, const Layout *l, int dim);
 int64_t layout_reg_coord(const Layout *l, int r, int dim);
+/* appends a mode (size <= 1 adds none; at most 24 modes) */
+void layout_add_mode(Layout *l, int size, int div, bool thread, int dim, int64_t stride);
 TExpr *layout_leader_pred(TKernel *k, const Layout *l);
 void layout_coord(const Layout *l, int t, int r, int64_t *coord);
 int layout_find_reg(const Layout *l, int t, const int64_t *coord);  /* -1 if thread t does not hold it */
