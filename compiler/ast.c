@@ -470,6 +470,11 @@ void ast_print_module(StrBuf *out, const Module *m)
                     sb_puts(out, " cooperative");
                 if (it->launch.pdl)
                     sb_puts(out, " pdl");
+                if (it->launch.blocks_per_sm) {
+                    sb_puts(out, " (blocks_per_sm ");
+                    ast_print_expr(out, it->launch.blocks_per_sm);
+                    sb_puts(out, ")");
+                }
                 sb_puts(out, ")\n");
             }
             sb_puts(out, "  (body\n");

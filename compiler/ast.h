@@ -167,6 +167,7 @@ typedef struct Launch {
     ExprList cluster;
     bool cooperative;
     bool pdl;
+    Expr *blocks_per_sm;      /* NULL: no occupancy request */
     Loc loc;
 } Launch;
 

@@ -1584,6 +1584,12 @@ LLVMModuleRef cg_build_module(TKernel *k, LLVMContextRef ctx)
     snprintf(nt, sizeof nt, "%d", k->nthreads);
     LLVMAddAttributeAtIndex(g.fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(ctx, "nvvm.maxntid", 12, nt, (unsigned)strlen(nt)));
+    if (k->blocks_per_sm > 0) { /* .minnctapersm: ptxas limits the registers so that this many blocks fit */
+        char mb[16];
+        snprintf(mb, sizeof mb, "%d", k->blocks_per_sm);
+        LLVMAddAttributeAtIndex(g.fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(ctx, "nvvm.minctasm", 13, mb, (unsigned)strlen(mb)));
+    }
     unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
     unsigned readonly = LLVMGetEnumAttributeKindForName("readonly", 8);
     g.tensor_ptr = ARENA_ARRAY(k->arena, LLVMValueRef, k->nparams + 1);

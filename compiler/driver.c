@@ -186,6 +186,11 @@ static void list_kernel(StrBuf *out, Compilation *c, Item *k)
         sb_puts(out, " cooperative");
     if (k->launch.pdl)
         sb_puts(out, " pdl");
+    if (k->launch.blocks_per_sm) {
+        sb_puts(out, " blocks_per_sm(");
+        ast_print_src(out, k->launch.blocks_per_sm);
+        sb_puts(out, ")");
+    }
     sb_puts(out, "\n");
     for (int i = 0; i < k->body.n; i++) {
         Stmt *st = k->body.v[i];

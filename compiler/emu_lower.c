@@ -1071,6 +1071,7 @@ static void fix_kernel_attributes(EL *el)
     LLVMValueRef f = el->fn;
     LLVMSetFunctionCallConv(f, LLVMCCallConv);
     LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "nvvm.maxntid", 12);
+    LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "nvvm.minctasm", 13);
     unsigned noalias = attr_kind("noalias");
     unsigned n = LLVMCountParams(f);
     for (unsigned i = 0; i < n; i++)

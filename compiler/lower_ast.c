@@ -903,6 +903,7 @@ bool lower_ast(Compilation *c, Item *kernel, const GenericArgs *args, int sm, bo
     k->nthreads = (int)kernel->launch.threads->cv.i;
     k->cooperative = kernel->launch.cooperative;
     k->pdl = kernel->launch.pdl;
+    k->blocks_per_sm = kernel->launch.blocks_per_sm ? (int)kernel->launch.blocks_per_sm->cv.i : 0;
     for (int i = 0; i < 3; i++)
         k->cluster[i] = i < kernel->launch.cluster.n ? (int)kernel->launch.cluster.v[i]->cv.i : 1;
     k->nparams = kernel->nparams;

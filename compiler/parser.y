@@ -17,7 +17,7 @@ typedef struct GenList { GenericParam *v; int n; } GenList;
 typedef struct ParamList { Param *v; int n; } ParamList;
 typedef struct SpecList { SpecArg *v; int n; } SpecList;
 typedef struct TypeList { TypeExpr **v; int n; } TypeList;
-typedef struct LaunchAttrs { ExprList cluster; bool coop, pdl; } LaunchAttrs;
+typedef struct LaunchAttrs { ExprList cluster; Expr *bps; bool coop, pdl; } LaunchAttrs;
 }
 
 %code provides {
@@ -89,7 +89,7 @@ static void tl_yyerror(Loc *loc, void *scanner, ParseCtx *ctx, const char *msg);
 %token IF "if" ELSE "else" FOR "for" IN "in" UNROLL "unroll" PIPELINED "pipelined"
 %token WHILE "while" PARALLEL "parallel" RETURN "return" BREAK "break" CONTINUE "continue"
 %token REQUIRE "require" GRID "grid" THREADS "threads" CLUSTER "cluster"
-%token COOPERATIVE "cooperative" PDL "pdl" LAYOUT "layout" STRIDES "strides" STEP "step"
+%token COOPERATIVE "cooperative" PDL "pdl" BLOCKS_PER_SM "blocks_per_sm" LAYOUT "layout" STRIDES "strides" STEP "step"
 %token TRUE "true" FALSE "false" KW_INT "int" KW_FLOAT "float" KW_TYPE "type"
 %token BITCAST "bitcast" CONVERT "convert" VIEW "view"
 %token COLONCOLON "::" DOTDOT ".." ARROW "->" EQ "==" NE "!=" LE "<=" GE ">="
@@ -268,17 +268,18 @@ opt_ret
     ;
 
 /* launch = "grid" "(" expr_list ")" "threads" "(" expr ")" { launch_attr } ;
-   launch_attr = "cluster" "(" expr_list ")" | "cooperative" | "pdl" ; */
+   launch_attr = "cluster" "(" expr_list ")" | "cooperative" | "pdl" | "blocks_per_sm" "(" expr ")" ; */
 launch
     : GRID '(' expr_list ')' THREADS '(' expr ')' launch_attrs
         { memset(&$$, 0, sizeof $$); $$.grid = $3; $$.threads = $7; $$.cluster = $9.cluster;
-          $$.cooperative = $9.coop; $$.pdl = $9.pdl; $$.loc = @$; }
+          $$.cooperative = $9.coop; $$.pdl = $9.pdl; $$.blocks_per_sm = $9.bps; $$.loc = @$; }
     ;
 launch_attrs
     : %empty                    { memset(&$$, 0, sizeof $$); }
     | launch_attrs CLUSTER '(' expr_list ')' { $$ = $1; $$.cluster = $4; }
     | launch_attrs COOPERATIVE  { $$ = $1; $$.coop = true; }
     | launch_attrs PDL          { $$ = $1; $$.pdl = true; }
+    | launch_attrs BLOCKS_PER_SM '(' expr ')' { $$ = $1; $$.bps = $4; }
     ;
 
 /* block = "{" { stmt } "}" ; */

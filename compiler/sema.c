@@ -711,6 +711,14 @@ static void check_launch(SemaCtx *s, Item *it)
         ERR(l->loc, "a cluster holds at most 16 blocks, found %lld", (long long)csize);
     if (l->cooperative && l->cluster.n)
         ERR(l->loc, "a kernel cannot be both 'cooperative' and clustered");
+    int64_t bps;
+    if (l->blocks_per_sm && require_const_int(s, l->blocks_per_sm, "blocks_per_sm", &bps) == CI_KNOWN) {
+        if (bps < 0 || bps > 32)
+            ERR(l->blocks_per_sm->loc, "blocks_per_sm(%lld): an SM holds 1 to 32 blocks (0: no request)", (long long)bps);
+        else if (nt > 0 && bps * nt > 2048)
+            ERR(l->blocks_per_sm->loc, "blocks_per_sm(%lld) with threads(%lld) asks for %lld threads on one SM; it holds 2048",
+                (long long)bps, (long long)nt, (long long)(bps * nt));
+    }
     s->in_signature = false;
 }
 

@@ -42,5 +42,14 @@ bool pass_smem_plan(TKernel *k)
                    (long long)k->smem_bytes, (long long)limit);
         return false;
     }
+    /* 228 KiB per SM on sm_90 and sm_100, of which the hardware keeps 1 KiB per resident block */
+    if (k->blocks_per_sm > 0 && k->blocks_per_sm * (k->smem_bytes + 1024) > 233472) {
+        diag_error(k->diag, k->item->launch.blocks_per_sm->loc,
+                   "blocks_per_sm(%d) cannot be met: kernel '%s' needs %lld bytes of shared memory per block, "
+                   "and %d blocks of it (with the 1 KiB the hardware keeps for each) exceed an SM's 228 KiB",
+                   k->blocks_per_sm, k->item->ngenerics ? k->key : k->name, (long long)k->smem_bytes,
+                   k->blocks_per_sm);
+        return false;
+    }
     return true;
 }

@@ -228,6 +228,7 @@ typedef struct TKernel {
     int64_t smem_static;     /* scratch from lowering (reductions) before planning */
     bool cooperative, pdl;
     int cluster[3];
+    int blocks_per_sm;       /* 0, or the blocks one SM must hold (registers are limited to fit) */
     TBuf **bufs;             /* all buffers */
     int nbufs, capbufs;
     TBuf **params;           /* per kernel parameter: its global buffer (tensors) or NULL */

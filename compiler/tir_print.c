@@ -371,6 +371,8 @@ void layout_print(StrBuf *out, const Layout *l)
 void tir_print(StrBuf *out, const TKernel *k)
 {
     sb_printf(out, "kernel %s threads(%d)", k->key, k->nthreads);
+    if (k->blocks_per_sm)
+        sb_printf(out, " blocks_per_sm(%d)", k->blocks_per_sm);
     if (k->smem_bytes)
         sb_printf(out, " smem(%lld)", (long long)k->smem_bytes);
     sb_puts(out, "\n");
