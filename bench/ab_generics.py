@@ -18,7 +18,6 @@ from bench_gpu import copy_ceiling, rotated, time_fn, write_results  # noqa: E40
 import torch  # noqa: E402
 
 import tilec  # noqa: E402
-import tilec.torch as R  # noqa: E402
 from tilec import _runtime  # noqa: E402
 from tilec.testing import count_bytes  # noqa: E402
 
@@ -67,6 +66,40 @@ def sized_copy(nbytes):
     return 2 * n * 4 / t / 1e6
 
 
+def cases(case, randn, PK):
+    """The cases of the latest run (session 11, third device call): staged and pipelined
+    per-channel and per-block casts. The first call's cases (per-channel staging, blocks_per_sm,
+    MoE block shapes, mask_indices_by_tp against torch.compile) are in this file at commit
+    c29a12b, the second's (pipelined transposes and per-channel casts, blocks_per_sm near the
+    targets) at the commit that added this note; every run's log is in
+    bench/results/2026-11-30/session11/."""
+    pc = [{}, dict(STAGES=3, WAVES=1), dict(STAGES=2, WAVES=2), dict(STAGES=4, WAVES=1), dict(STAGES=3, WAVES=1, RB=16)]
+    for t, h in ((16384, 7168), (8064, 7168), (4096, 2048)):
+        case(f"per_channel_cast {t}x{h}", "per_channel_cast", pc, randn(t, h),
+             lambda x: Q.per_channel_cast(x, "e4m3", 128, True))
+    pct = [{}, dict(STAGES=2, WAVES=1), dict(STAGES=3, WAVES=1), dict(STAGES=2, WAVES=2), dict(STAGES=3, WAVES=1, BPS=0),
+           dict(BK=64, STAGES=3, WAVES=1, BPS=0), dict(BK=64, STAGES=2, WAVES=2, BPS=0), dict(BPS=0)]
+    for t, h in ((16384, 7168), (8064, 7168), (4096, 2048)):
+        case(f"per_channel_cast_and_transpose {t}x{h}", "per_channel_cast_transpose", pct, randn(t, h),
+             lambda x: Q.per_channel_cast_and_transpose(x, "e4m3", 128, True))
+    case("per_channel_cast_and_transpose npt=32 16384x7168", "per_channel_cast_transpose", pct, randn(16384, 7168),
+         lambda x: Q.per_channel_cast_and_transpose(x, "e4m3", 32, True))
+    pcs = [{}, dict(STAGES=2, WAVES=1), dict(STAGES=3, WAVES=1), dict(STAGES=2, WAVES=2), dict(BPS=0),
+           dict(STAGES=3, WAVES=1, BPS=0), dict(BK=32, STAGES=3, WAVES=1, BPS=0), dict(BK=128, STAGES=2, WAVES=1, BPS=0)]
+    for t, hh in ((16384, 3584), (8192, 2048)):
+        case(f"swiglu_fwd_per_channel_transpose {t}x2x{hh}", "per_channel_cast_transpose", pcs, randn(t, 2 * hh),
+             lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
+    pb = [{}, dict(STAGES=2, WAVES=1), dict(STAGES=3, WAVES=1), dict(STAGES=2, WAVES=2), dict(STAGES=3, WAVES=2),
+          dict(STAGES=2, WAVES=3), dict(STAGES=2, WAVES=2, NTH=256), dict(STAGES=3, WAVES=1, VEC=16), dict(BPS=0),
+          dict(STAGES=2, WAVES=2, BPS=0), dict(STAGES=3, WAVES=1, BPS=0)]
+    for fmt in ("e4m3", "e2m1"):
+        for t in (16384, 8001):
+            case(f"per_block_cast {fmt} {t}x7168", "per_block_cast", pb, randn(t, 7168),
+                 lambda x, fmt=fmt: Q.per_block_cast(x, fmt, (128, 128), **PK))
+    case("per_block_cast e4m3 32x32 16384x7168", "per_block_cast", pb[:6], randn(16384, 7168),
+         lambda x: Q.per_block_cast(x, "e4m3", (32, 32), **PK))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="")
@@ -89,6 +122,7 @@ def main():
             _EXTRA.clear()
             _EXTRA[kernel] = var
             M._kernels.clear()
+            tilec.transpose._kernels.clear()
             label = " ".join(f"{k}={v}" for k, v in var.items()) or "default"
             try:
                 res = fn(*sample)
@@ -120,88 +154,7 @@ def main():
         return lambda: (torch.randn((t, h), device="cuda").bfloat16(),)
 
     PK = dict(use_tma_aligned_col_major_sf=True, round_sf=True, use_packed_ue8m0=True)
-    # per-channel cast: two passes over RB-row chunks (SH: the tile staged in shared memory)
-    pc = [dict(RB=32, SH="false"), dict(RB=16, SH="false"), dict(RB=16, SH="false", BPS=3),
-          dict(RB=32, SH="false", BPS=3), dict(RB=16, SH="true"), dict(RB=32, SH="true"),
-          dict(RB=16, SH="true", BPS=3), dict(RB=32, SH="true", BPS=3), dict(RB=16, SH="true", BPS=4),
-          dict(RB=64, SH="true"), dict(RB=16, SH="true", BK=64), dict(RB=32, SH="false", BK=64)]
-    for t, h in ((16384, 7168), (4096, 2048)):
-        case(f"per_channel_cast {t}x{h}", "per_channel_cast", pc, randn(t, h),
-             lambda x: Q.per_channel_cast(x, "e4m3", 128, True))
-    bps = [{}, dict(BPS=2), dict(BPS=3), dict(BPS=4)]
-    case("per_channel_cast_and_transpose 16384x7168", "per_channel_cast_transpose", bps, randn(16384, 7168),
-         lambda x: Q.per_channel_cast_and_transpose(x, "e4m3", 128, True))
-    case("swiglu_fwd_per_channel_transpose 16384x2x3584", "per_channel_cast_transpose", bps + [dict(BK=64, BPS=3)],
-         randn(16384, 7168), lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
-    case("per_block_cast e2m1 16384x7168", "per_block_cast", bps + [dict(NTH=256), dict(NTH=256, BPS=3)],
-         randn(16384, 7168), lambda x: Q.per_block_cast(x, "e2m1", (128, 128), **PK))
-    case("per_block_cast e4m3 16384x7168", "per_block_cast", bps, randn(16384, 7168),
-         lambda x: Q.per_block_cast(x, "e4m3", (128, 128), **PK))
-    case("per_block_cast_lossless 16384x7168", "per_block_cast_lossless", bps,
-         lambda: (R.cast(torch.randn((16384, 7168), device="cuda"), "e2m1", (1, 32), **PK),),
-         lambda x: Q.per_block_cast_lossless(x, "e4m3", (1, 32), (128, 128), **PK))
-    case("per_token_cast e2m1 16384x7168", "per_token_cast", bps + [dict(BPS=6), dict(BPS=8)], randn(16384, 7168),
-         lambda x: Q.per_token_cast(x, "e2m1", 32, **PK))
-    case("per_token_cast e5m6 16384x7168", "per_token_cast_e5m6", bps + [dict(BPS=6)], randn(16384, 7168),
-         lambda x: Q.per_token_cast(x, "e5m6", 7168, **PK))
-    case("per_token_cast_back e2m1 16384x7168", "cast_back", bps + [dict(BPS=6), dict(BPS=8)],
-         lambda: (R.cast(torch.randn((16384, 7168), device="cuda"), "e2m1", (1, 32), **PK),),
-         lambda x: Q.per_token_cast_back(x, "bf16", 32))
-
-    def mk_bwd(n=8192, hh=3584, k=4):
-        xq = R.cast(torch.randn((n, 2 * hh), device="cuda"), "e4m3", (1, 128))
-        ptt = torch.randperm(n, device="cuda").int()
-        ttp = torch.empty(n, dtype=torch.int32, device="cuda")
-        ttp[ptt.long()] = torch.arange(n, dtype=torch.int32, device="cuda")
-        return (xq, torch.randn((n, hh), device="cuda").bfloat16(), torch.rand((n // k, k), device="cuda"), ptt,
-                ttp.view(n // k, k))
-    case("swiglu_backward_and_per_token_cast 8192x2x3584", "swiglu_backward_per_token_cast", bps, mk_bwd,
-         lambda x, g, w, p, q: Q.swiglu_backward_and_per_token_cast(x, g, w, p, q, 128, True))
-
-    # MoE at prefill sizes: block shapes of the expands and reduce_fused
-    E_TOTAL, EP, K, H = 256, 8, 8, 7168
-
-    def topk_idx(T, k=K, e_local=E_TOTAL // EP):
-        s = torch.rand((T, E_TOTAL), device="cuda")
-        idx = torch.topk(s, k, dim=-1).indices
-        return torch.where(idx >= e_local, torch.full_like(idx, -1), idx).contiguous()
-
-    def routed_rows(ttp):
-        return int((ttp >= 0).any(dim=1).sum())
-
-    for T in (4001, 16384):
-        def make_map(T=T):
-            p2e, _, _, ttp, *_ = M.get_fused_mapping(topk_idx(T), E_TOTAL // EP, 0, 16)
-            return ttp, p2e
-        exp_v = [{}, dict(BH=1792, NT=64), dict(BH=512, NT=128), dict(BH=3584, NT=224), dict(BH=1792, NT=224),
-                 dict(BH=896, NT=224)]
-        case(f"expand_to_fused {T}", "expand_to_fused", exp_v,
-             lambda T=T: (torch.randn((T, H), device="cuda").bfloat16(), *make_map(T)), M.expand_to_fused,
-             in_bytes=lambda s: count_bytes(s[1], s[2]) + routed_rows(s[1]) * H * 2, sized=True)
-        exps_v = [{}, dict(BH=1792, NT=224), dict(BH=896, NT=224), dict(BH=448, NT=112), dict(BH=1792, NT=448)]
-        case(f"expand_to_fused_with_sf {T}", "expand_to_fused_with_sf", exps_v,
-             lambda T=T: (torch.randn((T, H), device="cuda").to(torch.float8_e4m3fn),
-                          torch.rand((T, H // 128), device="cuda"), *make_map(T)),
-             lambda x, s, t, p: M.expand_to_fused_with_sf((x, s), 128, t, p),
-             in_bytes=lambda s: count_bytes(s[2], s[3]) + routed_rows(s[2]) * (H + H // 128 * 4), sized=True)
-
-        def make_r(T=T, k=6):
-            _, _, _, ttp, *_ = M.get_fused_mapping(topk_idx(T, k), E_TOTAL // EP, T * k, 1)
-            return torch.randn((T * k, H), device="cuda").bfloat16(), torch.rand((T, k), device="cuda"), ttp
-        red_v = [{}, dict(NT=224, V=2), dict(NT=224, V=1), dict(NT=448, V=2), dict(NT=112, V=4),
-                 dict(NT=224, V=4, BPS=6), dict(NT=224, V=2, BPS=8)]
-        case(f"reduce_fused {T}", "reduce_fused", red_v, make_r, lambda x, w, t: M.reduce_fused(x, w, t),
-             in_bytes=lambda s: count_bytes(s[1], s[2]) + int((s[2] >= 0).sum()) * H * 2, sized=True)
-
-    # mask_indices_by_tp against torch.compile of its reference (R=n/ep, NTP generics since session 11)
-    c = torch.compile(lambda i: R.moe.mask_indices_by_tp(i, E_TOTAL, EP, 1, 4), dynamic=True)
-    for T in (128, 4001, 16384):
-        ins = [(torch.randint(-1, E_TOTAL, (T, K), device="cuda"),) for _ in range(4)]
-        t_ours = time_fn(lambda i: M.mask_indices_by_tp(i, E_TOTAL, EP, 1, 4), ins)
-        t_c = time_fn(c, ins)
-        print(f"mask_indices_by_tp {T:6d}: tilec {t_ours * 1e3:5.2f} us, torch.compile {t_c * 1e3:5.2f} us", flush=True)
-        rows.append({"function": "mask_indices_by_tp", "variant": str(T), "us": t_ours * 1e3,
-                     "compile_us": t_c * 1e3})
+    cases(case, randn, PK)
     print(f"\ncopy ceiling (1 GiB device-to-device): {ceiling:.0f} GB/s")
     if args.json:
         write_results(args.json, ceiling, rows)

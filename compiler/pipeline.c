@@ -583,10 +583,26 @@ static void warn_nested(PL *P, TStmt **v, int n)
     }
 }
 
+/* the statements of plain nested sequences (the branch an `if const` kept, a `{ }` block) in
+ * their place, so that a copy inside one is at the top level of the loop body */
+static void splice_seqs(TKernel *k, TStmt *out, TStmt **v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (v[i]->kind == TS_SEQ)
+            splice_seqs(k, out, v[i]->body, v[i]->nbody);
+        else
+            ts_push(k, out, v[i]);
+    }
+}
+
 static void pipeline_loop(PL *P, TStmt *loop, TStmt *parent_out)
 {
     TKernel *k = P->k;
     int n = loop->stages;
+    TStmt *flat = ts_seq(k);
+    splice_seqs(k, flat, loop->body, loop->nbody);
+    loop->body = flat->body;
+    loop->nbody = flat->nbody;
     loop->for_kind = FOR_SERIAL;
     if (n < 2 || k->host) { /* one stage, or the emulator (no cp.async): the plain loop */
         ts_push(k, parent_out, loop);

@@ -1,7 +1,8 @@
 /* test_kernel_transpose.c — batched_transpose (kernels/transpose.tl) on the emulator against the
  * reference of quant-transpose.md §2.20: every element type width, both tile sizes, ragged last
- * tiles, strided rows and batches, the vector (SA = 16) and scalar (SA = 1) paths; bytes must
- * match exactly. */
+ * tiles, strided rows and batches, the vector (SA = 16) and scalar (SA = 1) paths, and the
+ * persistent pipelined form (STAGES > 0: blocks walk the tiles; the harness has 3 SMs, so each
+ * block takes several tiles, across batches); bytes must match exactly. */
 #include "emu_harness.h"
 #include "ref.h"
 
@@ -9,18 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void run(const char *T, size_t elem, int BX, int BY, int SA, int B, int M, int N, int64_t sm, int64_t sb)
+static void run_staged(const char *T, size_t elem, int BX, int BY, int SA, int stages, int B, int M, int N, int64_t sm,
+                       int64_t sb)
 {
-    char g[4][32];
+    char g[5][32];
     snprintf(g[0], sizeof g[0], "T=%s", T);
     snprintf(g[1], sizeof g[1], "BX=%d", BX);
     snprintf(g[2], sizeof g[2], "BY=%d", BY);
     snprintf(g[3], sizeof g[3], "SA=%d", SA);
-    const char *gen[4] = {g[0], g[1], g[2], g[3]};
+    snprintf(g[4], sizeof g[4], "STAGES=%d", stages);
+    const char *gen[5] = {g[0], g[1], g[2], g[3], g[4]};
     char path[512];
     snprintf(path, sizeof path, "%s/kernels.tl", eh_source_dir());
     EhKernel k;
-    if (!eh_compile(path, NULL, "batched_transpose", gen, 4, &k)) {
+    if (!eh_compile(path, NULL, "batched_transpose", gen, 5, &k)) {
         eh_failures++;
         return;
     }
@@ -47,6 +50,11 @@ static void run(const char *T, size_t elem, int BX, int BY, int SA, int B, int M
     eh_free(&k);
 }
 
+static void run(const char *T, size_t elem, int BX, int BY, int SA, int B, int M, int N, int64_t sm, int64_t sb)
+{
+    run_staged(T, elem, BX, BY, SA, 0, B, M, N, sm, sb);
+}
+
 int main(void)
 {
     /* contiguous, tiles that divide the matrix */
@@ -61,5 +69,8 @@ int main(void)
     /* the scalar path: row strides that are not multiples of 16 elements */
     run("f32", 4, 64, 64, 1, 2, 64, 64, 67, 64 * 67 + 5);
     run("u8", 1, 128, 128, 1, 1, 128, 192, 193, 128 * 193);
+    /* persistent blocks: 2 and 3 stages, ragged tiles, strided batches */
+    run_staged("bf16", 2, 128, 128, 16, 2, 3, 192, 320, 320, 192 * 320);
+    run_staged("f32", 4, 64, 128, 16, 3, 2, 128, 192, 256, 128 * 256 + 64);
     return eh_finish("kernel_transpose");
 }
