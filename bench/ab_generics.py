@@ -67,37 +67,27 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 11, third device call): staged and pipelined
-    per-channel and per-block casts. The first call's cases (per-channel staging, blocks_per_sm,
-    MoE block shapes, mask_indices_by_tp against torch.compile) are in this file at commit
-    c29a12b, the second's (pipelined transposes and per-channel casts, blocks_per_sm near the
-    targets) at the commit that added this note; every run's log is in
-    bench/results/2026-11-30/session11/."""
-    pc = [{}, dict(STAGES=3, WAVES=1), dict(STAGES=2, WAVES=2), dict(STAGES=4, WAVES=1), dict(STAGES=3, WAVES=1, RB=16)]
-    for t, h in ((16384, 7168), (8064, 7168), (4096, 2048)):
-        case(f"per_channel_cast {t}x{h}", "per_channel_cast", pc, randn(t, h),
-             lambda x: Q.per_channel_cast(x, "e4m3", 128, True))
-    pct = [{}, dict(STAGES=2, WAVES=1), dict(STAGES=3, WAVES=1), dict(STAGES=2, WAVES=2), dict(STAGES=3, WAVES=1, BPS=0),
-           dict(BK=64, STAGES=3, WAVES=1, BPS=0), dict(BK=64, STAGES=2, WAVES=2, BPS=0), dict(BPS=0)]
-    for t, h in ((16384, 7168), (8064, 7168), (4096, 2048)):
-        case(f"per_channel_cast_and_transpose {t}x{h}", "per_channel_cast_transpose", pct, randn(t, h),
-             lambda x: Q.per_channel_cast_and_transpose(x, "e4m3", 128, True))
-    case("per_channel_cast_and_transpose npt=32 16384x7168", "per_channel_cast_transpose", pct, randn(16384, 7168),
-         lambda x: Q.per_channel_cast_and_transpose(x, "e4m3", 32, True))
-    pcs = [{}, dict(STAGES=2, WAVES=1), dict(STAGES=3, WAVES=1), dict(STAGES=2, WAVES=2), dict(BPS=0),
-           dict(STAGES=3, WAVES=1, BPS=0), dict(BK=32, STAGES=3, WAVES=1, BPS=0), dict(BK=128, STAGES=2, WAVES=1, BPS=0)]
-    for t, hh in ((16384, 3584), (8192, 2048)):
-        case(f"swiglu_fwd_per_channel_transpose {t}x2x{hh}", "per_channel_cast_transpose", pcs, randn(t, 2 * hh),
-             lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
-    pb = [{}, dict(STAGES=2, WAVES=1), dict(STAGES=3, WAVES=1), dict(STAGES=2, WAVES=2), dict(STAGES=3, WAVES=2),
-          dict(STAGES=2, WAVES=3), dict(STAGES=2, WAVES=2, NTH=256), dict(STAGES=3, WAVES=1, VEC=16), dict(BPS=0),
-          dict(STAGES=2, WAVES=2, BPS=0), dict(STAGES=3, WAVES=1, BPS=0)]
+    """The cases of the latest run (session 11, fourth device call): the persistent per-block cast's
+    configurations. The cases of earlier calls are in this file's history (commit c29a12b: staging,
+    blocks_per_sm, MoE block shapes, mask_indices_by_tp; then pipelined transposes and casts);
+    every run's log is in bench/results/2026-11-30/session11/."""
+    pb = [{}, dict(STAGES=3, WAVES=1, VEC=16), dict(STAGES=2, WAVES=2, NTH=256), dict(STAGES=2, WAVES=2, NTH=256, VEC=16),
+          dict(STAGES=3, WAVES=1, NTH=256, VEC=16), dict(STAGES=2, WAVES=3, NTH=256), dict(STAGES=2, WAVES=3, NTH=256, VEC=16),
+          dict(STAGES=3, WAVES=2, NTH=256), dict(STAGES=2, WAVES=4, NTH=256), dict(STAGES=2, WAVES=3, NTH=256, VEC=32),
+          dict(STAGES=2, WAVES=2, NTH=128)]
     for fmt in ("e4m3", "e2m1"):
         for t in (16384, 8001):
-            case(f"per_block_cast {fmt} {t}x7168", "per_block_cast", pb, randn(t, 7168),
+            case(f"per_block_cast {fmt} {t}x7168", "per_block_cast", [dict(BPS=0, **v) for v in pb], randn(t, 7168),
                  lambda x, fmt=fmt: Q.per_block_cast(x, fmt, (128, 128), **PK))
-    case("per_block_cast e4m3 32x32 16384x7168", "per_block_cast", pb[:6], randn(16384, 7168),
-         lambda x: Q.per_block_cast(x, "e4m3", (32, 32), **PK))
+    pb32 = [{}, dict(STAGES=2, WAVES=3), dict(STAGES=2, WAVES=4), dict(STAGES=3, WAVES=3), dict(STAGES=2, WAVES=3, VEC=16),
+            dict(STAGES=2, WAVES=6, NTH=128)]
+    for fmt in ("e4m3", "e2m1"):
+        case(f"per_block_cast {fmt} 32x32 16384x7168", "per_block_cast", pb32, randn(16384, 7168),
+             lambda x, fmt=fmt: Q.per_block_cast(x, fmt, (32, 32), **PK))
+    case("per_block_cast e4m3 f32 16384x7168", "per_block_cast", [dict(BPS=0, **v) for v in pb[:7]],
+         lambda: (torch.randn((16384, 7168), device="cuda"),), lambda x: Q.per_block_cast(x, "e4m3", (128, 128), **PK))
+    case("per_channel_cast 16384x7168", "per_channel_cast", [{}], randn(16384, 7168),
+         lambda x: Q.per_channel_cast(x, "e4m3", 128, True))
 
 
 def main():
