@@ -18,6 +18,7 @@ from bench_gpu import copy_ceiling, rotated, time_fn, write_results  # noqa: E40
 import torch  # noqa: E402
 
 import tilec  # noqa: E402
+import tilec.torch as R  # noqa: E402
 from tilec import _runtime  # noqa: E402
 from tilec.testing import count_bytes  # noqa: E402
 
@@ -67,27 +68,27 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 11, fourth device call): the persistent per-block cast's
-    configurations. The cases of earlier calls are in this file's history (commit c29a12b: staging,
-    blocks_per_sm, MoE block shapes, mask_indices_by_tp; then pipelined transposes and casts);
-    every run's log is in bench/results/2026-11-30/session11/."""
-    pb = [{}, dict(STAGES=3, WAVES=1, VEC=16), dict(STAGES=2, WAVES=2, NTH=256), dict(STAGES=2, WAVES=2, NTH=256, VEC=16),
-          dict(STAGES=3, WAVES=1, NTH=256, VEC=16), dict(STAGES=2, WAVES=3, NTH=256), dict(STAGES=2, WAVES=3, NTH=256, VEC=16),
-          dict(STAGES=3, WAVES=2, NTH=256), dict(STAGES=2, WAVES=4, NTH=256), dict(STAGES=2, WAVES=3, NTH=256, VEC=32),
-          dict(STAGES=2, WAVES=2, NTH=128)]
-    for fmt in ("e4m3", "e2m1"):
+    """The cases of the latest run (session 11, fifth device call): persistent pipelined per-token
+    casts and dequantisation. The cases of earlier calls are in this file's history (commit
+    c29a12b: staging, blocks_per_sm, MoE block shapes, mask_indices_by_tp; then pipelined
+    transposes and casts, per-block configurations); every run's log is in
+    bench/results/2026-11-30/session11/."""
+    v = [{}, dict(STAGES=2, WAVES=4), dict(STAGES=3, WAVES=4), dict(STAGES=4, WAVES=4), dict(STAGES=2, WAVES=8),
+         dict(STAGES=3, WAVES=8), dict(STAGES=4, WAVES=2), dict(STAGES=3, WAVES=6)]
+    for t, h in ((16384, 7168), (8001, 7168), (8001, 4096)):
+        case(f"per_token_cast e4m3 n=128 {t}x{h}", "per_token_cast", v, randn(t, h),
+             lambda x: Q.per_token_cast(x, "e4m3", 128, **PK))
+    for t, h in ((16384, 7168), (8001, 4096)):
+        case(f"per_token_cast e2m1 n=32 {t}x{h}", "per_token_cast", v + [dict(BPS=0, **w) for w in v[1:6]], randn(t, h),
+             lambda x: Q.per_token_cast(x, "e2m1", 32, **PK))
+    case("per_token_cast e4m3(128x128)->e4m3 16384x7168", "per_token_cast", v,
+         lambda: (R.cast(torch.randn((16384, 7168), device="cuda"), "e4m3", (128, 128), **PK),),
+         lambda x: Q.per_token_cast(x, "e4m3", 128, x_block_size=(128, 128), **PK))
+    for fmt, n in (("e4m3", 128), ("e2m1", 32)):
         for t in (16384, 8001):
-            case(f"per_block_cast {fmt} {t}x7168", "per_block_cast", [dict(BPS=0, **v) for v in pb], randn(t, 7168),
-                 lambda x, fmt=fmt: Q.per_block_cast(x, fmt, (128, 128), **PK))
-    pb32 = [{}, dict(STAGES=2, WAVES=3), dict(STAGES=2, WAVES=4), dict(STAGES=3, WAVES=3), dict(STAGES=2, WAVES=3, VEC=16),
-            dict(STAGES=2, WAVES=6, NTH=128)]
-    for fmt in ("e4m3", "e2m1"):
-        case(f"per_block_cast {fmt} 32x32 16384x7168", "per_block_cast", pb32, randn(16384, 7168),
-             lambda x, fmt=fmt: Q.per_block_cast(x, fmt, (32, 32), **PK))
-    case("per_block_cast e4m3 f32 16384x7168", "per_block_cast", [dict(BPS=0, **v) for v in pb[:7]],
-         lambda: (torch.randn((16384, 7168), device="cuda"),), lambda x: Q.per_block_cast(x, "e4m3", (128, 128), **PK))
-    case("per_channel_cast 16384x7168", "per_channel_cast", [{}], randn(16384, 7168),
-         lambda x: Q.per_channel_cast(x, "e4m3", 128, True))
+            case(f"per_token_cast_back {fmt} {t}x7168", "cast_back", v,
+                 lambda t=t, fmt=fmt, n=n: (R.cast(torch.randn((t, 7168), device="cuda"), fmt, (1, n), **PK),),
+                 lambda x, n=n: Q.per_token_cast_back(x, "bf16", n))
 
 
 def main():
