@@ -1,0 +1,41 @@
+"""One call of a function at its benchmark shape, for a profiler to attach to (Nsight Compute:
+`ncu -k regex:NAME --section SpeedOfLight ... python3 bench/profile_one.py WHAT`). Inputs are
+made and the function warmed up first; the profiled call is the last one.
+
+WHAT: swiglu_backward (8192 x 2 x 3584, 4 slots per token), per_block_cast_lossless (16384 x 7168)."""
+import os
+import sys
+
+_root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.environ.get("TILEC_DIST", os.path.join(_root, "dist")), "python"))
+
+import torch  # noqa: E402
+
+import tilec  # noqa: E402
+import tilec.torch as R  # noqa: E402
+
+Q = tilec.quant
+PK = dict(use_tma_aligned_col_major_sf=True, round_sf=True, use_packed_ue8m0=True)
+
+
+def swiglu_backward():
+    n, hh, k = 8192, 3584, 4
+    xq = R.cast(torch.randn((n, 2 * hh), device="cuda"), "e4m3", (1, 128))
+    ptt = torch.randperm(n, device="cuda").int()
+    ttp = torch.empty(n, dtype=torch.int32, device="cuda")
+    ttp[ptt.long()] = torch.arange(n, dtype=torch.int32, device="cuda")
+    args = (xq, torch.randn((n, hh), device="cuda").bfloat16(), torch.rand((n // k, k), device="cuda"), ptt,
+            ttp.view(n // k, k))
+    return lambda: Q.swiglu_backward_and_per_token_cast(*args, 128, True)
+
+
+def per_block_cast_lossless():
+    x = R.cast(torch.randn((16384, 7168), device="cuda"), "e2m1", (1, 32), **PK)
+    return lambda: Q.per_block_cast_lossless(x, "e4m3", (1, 32), (128, 128), **PK)
+
+
+if __name__ == "__main__":
+    fn = {"swiglu_backward": swiglu_backward, "per_block_cast_lossless": per_block_cast_lossless}[sys.argv[1]]()
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
