@@ -2,7 +2,8 @@
 `ncu -k regex:NAME --section SpeedOfLight ... python3 bench/profile_one.py WHAT`). Inputs are
 made and the function warmed up first; the profiled call is the last one.
 
-WHAT: swiglu_backward (8192 x 2 x 3584, 4 slots per token), per_block_cast_lossless (16384 x 7168)."""
+WHAT: swiglu_backward (8192 x 2 x 3584, 4 slots per token), per_block_cast_lossless (16384 x 7168),
+mask_indices_by_tp (4001 x 8 int64; tilec's kernel and torch.compile's, each called last)."""
 import os
 import sys
 
@@ -34,8 +35,19 @@ def per_block_cast_lossless():
     return lambda: Q.per_block_cast_lossless(x, "e4m3", (1, 32), (128, 128), **PK)
 
 
+def mask_indices_by_tp():
+    idx = torch.randint(-1, 256, (4001, 8), device="cuda")
+    ref = torch.compile(lambda i: R.moe.mask_indices_by_tp(i, 256, 8, 1, 4), dynamic=True)
+
+    def both():
+        tilec.moe.mask_indices_by_tp(idx, 256, 8, 1, 4)
+        ref(idx)
+    return both
+
+
 if __name__ == "__main__":
-    fn = {"swiglu_backward": swiglu_backward, "per_block_cast_lossless": per_block_cast_lossless}[sys.argv[1]]()
+    fn = {"swiglu_backward": swiglu_backward, "per_block_cast_lossless": per_block_cast_lossless,
+          "mask_indices_by_tp": mask_indices_by_tp}[sys.argv[1]]()
     for _ in range(3):
         fn()
     torch.cuda.synchronize()

@@ -122,19 +122,20 @@ def _transpose_cast(x, npt, round_sf, without_transpose, clamp, swiglu, fn):
     if T == 0 or HO == 0:
         return out, sf
     require_cuda(x, fn)
-    # One scale per 128 rows: 128 x 128 tiles without SwiGLU (256-byte rows read, 8-byte
-    # transposed stores), 128 x 64 with it, both with blocks_per_sm(3) (about 80 registers). H200,
-    # 16384 rows: 82.0 % of the copy ceiling against 80.5 % without the request; with SwiGLU 56.4 %
-    # against 52.3 % for 128 x 32 tiles without it (which had beaten 128 x 64 without it, 51 % to
-    # 43 %). Otherwise 128 x 64 (32 columns measured slower).
-    bps = 0
+    # H200, 16384 rows, % of the copy ceiling (bench/results/2026-11-30/session11/): one scale
+    # per 128 rows without SwiGLU: 128 x 128 tiles, persistent blocks with 3 tiles in flight, 88.7
+    # (81.9 one tile per block with blocks_per_sm(3)); with SwiGLU: 128 x 64 tiles one per block
+    # with blocks_per_sm(3), 56.7 (53.7 persistent, 52.3 with 128 x 32 tiles); one scale per 32
+    # rows: persistent, 2 stages, 2 blocks per SM, 31.8 (22.3 one tile per block). Otherwise
+    # 128 x 64 one per block (32 columns measured slower).
+    cfg = dict(BK=64)
     if not swiglu and npt == 128 and HO % 128 == 0:
-        bk, bps = 128, 3
+        cfg = dict(BK=128, STAGES=3, WAVES=1)
     elif swiglu and npt == 128 and not without_transpose:
-        bk, bps = 64, 3
-    else:
-        bk = 64
-    k = kernel("per_channel_cast_transpose", SWIGLU=swiglu, NPT=npt, ROUND=round_sf, CLAMP=clamp is not None, BK=bk, BPS=bps,
+        cfg = dict(BK=64, BPS=3)
+    elif npt == 32:
+        cfg = dict(BK=64, STAGES=2, WAVES=2)
+    k = kernel("per_channel_cast_transpose", SWIGLU=swiglu, NPT=npt, ROUND=round_sf, CLAMP=clamp is not None, **cfg,
                has_outt=not without_transpose, has_outn=without_transpose)
     k.launch(x, sf, None if without_transpose else out, out if without_transpose else None,
              float(clamp) if clamp is not None else 0.0, stream=_runtime.stream(x))
