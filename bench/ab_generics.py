@@ -18,7 +18,6 @@ from bench_gpu import copy_ceiling, rotated, time_fn, write_results  # noqa: E40
 import torch  # noqa: E402
 
 import tilec  # noqa: E402
-import tilec.torch as R  # noqa: E402
 from tilec import _runtime  # noqa: E402
 from tilec.testing import count_bytes  # noqa: E402
 
