@@ -124,15 +124,16 @@ def _transpose_cast(x, npt, round_sf, without_transpose, clamp, swiglu, fn):
     require_cuda(x, fn)
     # H200, 16384 rows, % of the copy ceiling (bench/results/2026-11-30/session11/): one scale
     # per 128 rows without SwiGLU: 128 x 128 tiles, persistent blocks with 3 tiles in flight, 88.7
-    # (81.9 one tile per block with blocks_per_sm(3)); with SwiGLU: 128 x 64 tiles one per block
-    # with blocks_per_sm(3), 56.7 (53.7 persistent, 52.3 with 128 x 32 tiles); one scale per 32
+    # (81.9 one tile per block with blocks_per_sm(3)); with SwiGLU: 128 x 64 tiles, persistent
+    # with 2 stages and 2 blocks per SM, 54.1 (53.5 one per block with blocks_per_sm(3), 45.8 with
+    # 128 x 32 tiles; 56.7 before the kernel became a loop over tiles); one scale per 32
     # rows: persistent, 2 stages, 2 blocks per SM, 31.8 (22.3 one tile per block). Otherwise
     # 128 x 64 one per block (32 columns measured slower).
     cfg = dict(BK=64)
     if not swiglu and npt == 128 and HO % 128 == 0:
         cfg = dict(BK=128, STAGES=3, WAVES=1)
     elif swiglu and npt == 128 and not without_transpose:
-        cfg = dict(BK=64, BPS=3)
+        cfg = dict(BK=64, STAGES=2, WAVES=2)
     elif npt == 32:
         cfg = dict(BK=64, STAGES=2, WAVES=2)
     k = kernel("per_channel_cast_transpose", SWIGLU=swiglu, NPT=npt, ROUND=round_sf, CLAMP=clamp is not None, **cfg,
