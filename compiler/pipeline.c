@@ -599,15 +599,15 @@ static void pipeline_loop(PL *P, TStmt *loop, TStmt *parent_out)
 {
     TKernel *k = P->k;
     int n = loop->stages;
-    TStmt *flat = ts_seq(k);
-    splice_seqs(k, flat, loop->body, loop->nbody);
-    loop->body = flat->body;
-    loop->nbody = flat->nbody;
     loop->for_kind = FOR_SERIAL;
     if (n < 2 || k->host) { /* one stage, or the emulator (no cp.async): the plain loop */
         ts_push(k, parent_out, loop);
         return;
     }
+    TStmt *flat = ts_seq(k);
+    splice_seqs(k, flat, loop->body, loop->nbody);
+    loop->body = flat->body;
+    loop->nbody = flat->nbody;
     int async_idx[64], na = 0;
     for (int i = 0; i < loop->nbody && na < 64; i++) {
         TStmt *c = loop->body[i];

@@ -33,7 +33,10 @@ bool pass_smem_plan(TKernel *k)
             scratch = n;
     }
     k->smem_bytes = off + ((scratch + 15) & ~(int64_t)15);
-    int64_t limit = k->sm >= 100 ? 232448 : 232448; /* 227 KiB per block on sm_90 and sm_100 */
+    /* sm_90 and sm_100 alike: 227 KiB per block, 228 KiB per SM of which the hardware keeps
+     * 1 KiB for each resident block */
+    enum { SMEM_PER_BLOCK = 232448, SMEM_PER_SM = 233472, SMEM_RESERVED_PER_BLOCK = 1024 };
+    const int64_t limit = SMEM_PER_BLOCK;
     if (k->smem_bytes > limit) {
         /* the specialisation matters when there is one: its generics set the tile sizes */
         diag_error(k->diag, k->item->name.loc,
@@ -42,8 +45,7 @@ bool pass_smem_plan(TKernel *k)
                    (long long)k->smem_bytes, (long long)limit);
         return false;
     }
-    /* 228 KiB per SM on sm_90 and sm_100, of which the hardware keeps 1 KiB per resident block */
-    if (k->blocks_per_sm > 0 && k->blocks_per_sm * (k->smem_bytes + 1024) > 233472) {
+    if (k->blocks_per_sm > 0 && k->blocks_per_sm * (k->smem_bytes + SMEM_RESERVED_PER_BLOCK) > SMEM_PER_SM) {
         diag_error(k->diag, k->item->launch.blocks_per_sm->loc,
                    "blocks_per_sm(%d) cannot be met: kernel '%s' needs %lld bytes of shared memory per block, "
                    "and %d blocks of it (with the 1 KiB the hardware keeps for each) exceed an SM's 228 KiB",

@@ -132,9 +132,7 @@ def _transpose_cast(x, npt, round_sf, without_transpose, clamp, swiglu, fn):
     cfg = dict(BK=64)
     if not swiglu and npt == 128 and HO % 128 == 0:
         cfg = dict(BK=128, STAGES=3, WAVES=1)
-    elif swiglu and npt == 128 and not without_transpose:
-        cfg = dict(BK=64, STAGES=2, WAVES=2)
-    elif npt == 32:
+    elif npt == 32 or (swiglu and not without_transpose):
         cfg = dict(BK=64, STAGES=2, WAVES=2)
     k = kernel("per_channel_cast_transpose", SWIGLU=swiglu, NPT=npt, ROUND=round_sf, CLAMP=clamp is not None, **cfg,
                has_outt=not without_transpose, has_outn=without_transpose)
