@@ -19,6 +19,7 @@ import torch  # noqa: E402
 
 import tilec  # noqa: E402
 from tilec import _runtime  # noqa: E402
+import tilec.torch  # noqa: E402,F401
 from tilec.testing import count_bytes  # noqa: E402
 
 Q = tilec.quant
@@ -67,16 +68,33 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 11, tenth device call, after the full benchmark): the
-    SwiGLU per-channel cast's configurations in its final form. The cases of earlier calls are in
-    this file's history (commit c29a12b: staging, blocks_per_sm, MoE block shapes,
-    mask_indices_by_tp; then pipelined transposes and casts, per-block configurations, per-token
-    pipelines, SwiGLU backward and lossless tiles, the per-channel cast with transposed output);
-    every run's log is in bench/results/2026-11-30/session11/."""
-    pcs = [{}, dict(BPS=0), dict(STAGES=2, WAVES=2, BPS=0), dict(BK=32, BPS=0), dict(BK=32, BPS=3)]
-    for t, hh in ((16384, 3584), (8192, 2048)):
-        case(f"swiglu_fwd_per_channel_transpose {t}x2x{hh}", "per_channel_cast_transpose", pcs, randn(t, 2 * hh),
-             lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
+    """The cases of the latest run (session 12, second device call): after f32 -> f16 roundings
+    were paired (cvt.rn.f16x2.f32), the e2m1 casts' tiles and block shapes, and the persistent
+    e2m1 dequantisation around the wrapper's choice. The cases of earlier calls are in this file's
+    history (session 12 run 1: commit after 046ab63; session 11: 046ab63 and before); every run's
+    log is in bench/results/."""
+    pt = [{}, dict(HALF_ENC="false"), dict(BK=512, BM=8), dict(BK=2048, BM=2), dict(BK=7168, BM=1),
+          dict(BPS=0), dict(BPS=4)]
+    for t, h in ((16384, 7168), (8001, 7168)):
+        case(f"per_token_cast e2m1 n=32 {t}x{h}", "per_token_cast", pt, randn(t, h),
+             lambda x: Q.per_token_cast(x, "e2m1", 32, **PK), sized=True)
+    pb = [{}, dict(HALF_ENC="false"), dict(WAVES=2), dict(RB=16), dict(RB=64), dict(VEC=8, WAVES=2),
+          dict(NTH=512, WAVES=2, VEC=16), dict(STAGES=3, WAVES=3)]
+    for t, h in ((16384, 7168), (8001, 7168)):
+        case(f"per_block_cast e2m1 128x128 {t}x{h}", "per_block_cast", pb, randn(t, h),
+             lambda x: Q.per_block_cast(x, "e2m1", (128, 128), **PK), sized=True)
+    cb = [{}, dict(STAGES=3), dict(WAVES=6), dict(WAVES=12), dict(WAVES=16), dict(BK=1024, BM=4),
+          dict(BK=256, BM=16), dict(BK=512, BM=16)]
+    for t, h in ((16384, 7168), (8001, 7168)):
+        def mk(t=t, h=h):
+            return lambda: (tilec.torch.cast(torch.randn((t, h), device="cuda"), "e2m1", (1, 32), **PK),)
+        case(f"per_token_cast_back e2m1 {t}x{h}", "cast_back", cb, mk(),
+             lambda x: Q.per_token_cast_back(x, "bf16", 32), sized=True)
+    for t, h in ((16384, 7168), (8001, 7168)):
+        def mk(t=t, h=h):
+            return lambda: (tilec.torch.cast(torch.randn((t, h), device="cuda"), "e4m3", (1, 128), **PK),)
+        case(f"per_token_cast_back e4m3 {t}x{h}", "cast_back", [{}, dict(BK=1024, BM=8), dict(BM=16)], mk(),
+             lambda x: Q.per_token_cast_back(x, "bf16", 128), sized=True)
 
 
 def main():

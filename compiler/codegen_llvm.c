@@ -182,6 +182,53 @@ static LLVMValueRef f32_to_e2m1_code32(CG *g, LLVMValueRef x)
     return LLVMBuildOr(b, code, sign, "");
 }
 
+/* the f16x2 of two f16 values; two roundings of f32 values become one vector rounding
+ * (cvt.rn.f16x2.f32, one instruction for both) */
+static LLVMValueRef f16_pair(CG *g, LLVMValueRef lo, LLVMValueRef hi)
+{
+    LLVMTypeRef v2h = LLVMVectorType(g->t_f16, 2);
+    if (LLVMIsAFPTruncInst(lo) && LLVMIsAFPTruncInst(hi) && LLVMTypeOf(LLVMGetOperand(lo, 0)) == g->t_f32 &&
+        LLVMTypeOf(LLVMGetOperand(hi, 0)) == g->t_f32) {
+        LLVMTypeRef v2f = LLVMVectorType(g->t_f32, 2);
+        LLVMValueRef f2 = LLVMBuildInsertElement(g->b, LLVMGetUndef(v2f), LLVMGetOperand(lo, 0), c32(g, 0), "");
+        f2 = LLVMBuildInsertElement(g->b, f2, LLVMGetOperand(hi, 0), c32(g, 1), "");
+        return LLVMBuildFPTrunc(g->b, f2, v2h, "");
+    }
+    LLVMValueRef h2 = LLVMBuildInsertElement(g->b, LLVMGetUndef(v2h), lo, c32(g, 0), "");
+    return LLVMBuildInsertElement(g->b, h2, hi, c32(g, 1), "");
+}
+
+/* two f16 -> two e2m1 codes at bits 0-3 and 16-19 of an i32, with f16x2 instructions (each
+ * covers two elements). For a = |x|, the three lines of f32_to_e2m1_code32 come from one
+ * instruction each, with 2^10 added (where the f16 spacing is 1, so the low mantissa bits are the
+ * code): fma(a, 2, 1024) = 1024 + 2 r0, a + 1026 = 1024 + r1 + 2 and fma(a, 0.5, 1028) =
+ * 1024 + r2 / 2 + 4, r0, r1, r2 being a rounded to nearest-even multiples of 0.5, 1 and 2 (the
+ * added constants are even, so ties go the same way); the code is the smallest of them and 7.
+ * Exact for every f16 (checked exhaustively in tests/emu/test_emu_numerics.c); a kernel converts
+ * f32 to f16 first only where that is exact. NaN gives +7: a half whose magnitude bits exceed
+ * 0x7C00 carries into bit 15 when 0x3FF is added, and that clears its sign. */
+static LLVMValueRef f16x2_to_e2m1_codes(CG *g, LLVMValueRef h2)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef v2h = LLVMVectorType(g->t_f16, 2);
+    LLVMValueRef bits = LLVMBuildBitCast(b, h2, g->t_i32, "");
+    LLVMValueRef mag = LLVMBuildAnd(b, bits, c32(g, 0x7FFF7FFF), "");
+    LLVMValueRef a = LLVMBuildBitCast(b, mag, v2h, "");
+#define SPLAT_H(v) LLVMConstVector((LLVMValueRef[]){LLVMConstReal(g->t_f16, v), LLVMConstReal(g->t_f16, v)}, 2)
+    LLVMValueRef f0[3] = {a, SPLAT_H(2.0), SPLAT_H(1024.0)}, f2[3] = {a, SPLAT_H(0.5), SPLAT_H(1028.0)};
+    LLVMValueRef l0 = call_overloaded(g, "llvm.fma", &v2h, 1, f0, 3);
+    LLVMValueRef l1 = LLVMBuildFAdd(b, a, SPLAT_H(1026.0), "");
+    LLVMValueRef l2 = call_overloaded(g, "llvm.fma", &v2h, 1, f2, 3);
+    LLVMValueRef m01[2] = {l0, l1}, m2[2] = {l2, SPLAT_H(1031.0)};
+#undef SPLAT_H
+    LLVMValueRef m[2] = {call_overloaded(g, "llvm.minnum", &v2h, 1, m01, 2), call_overloaded(g, "llvm.minnum", &v2h, 1, m2, 2)};
+    LLVMValueRef low = LLVMBuildBitCast(b, call_overloaded(g, "llvm.minnum", &v2h, 1, m, 2), g->t_i32, "");
+    LLVMValueRef code = LLVMBuildAnd(b, low, c32(g, 0x00070007), "");
+    LLVMValueRef nan = LLVMBuildAdd(b, mag, c32(g, 0x03FF03FF), "");
+    LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildAnd(b, bits, LLVMBuildNot(b, nan, ""), ""), c32(g, (int32_t)0x80008000u), "");
+    return LLVMBuildOr(b, code, LLVMBuildLShr(b, sign, c32(g, 12), ""), "");
+}
+
 /* the code as the i8 of an e2m1 register element */
 static LLVMValueRef f32_to_e2m1_soft(CG *g, LLVMValueRef x)
 {
@@ -623,6 +670,25 @@ static void cg_vstore(CG *g, TStmt *s)
     LLVMValueRef lin = linear_index(g, b, s->idx);
     LLVMValueRef p = elem_addr(g, b, lin);
     int n = s->vec;
+    if (b->dt == DT_E2M1 && g->k->sm < 100 && s->regs->dt == DT_F16 && n % 8 == 0) {
+        /* f16 registers: elements e and e + 4 of each group of 8 share one f16x2 encoding, whose
+         * codes land at bits 4e and 4e + 16 of the word once shifted by 4e */
+        int words = n / 8;
+        LLVMTypeRef vt = words == 1 ? g->t_i32 : LLVMVectorType(g->t_i32, (unsigned)words);
+        LLVMValueRef v = LLVMGetUndef(vt);
+        for (int w = 0; w < words; w++) {
+            LLVMValueRef acc = NULL;
+            for (int e = 0; e < 4; e++) {
+                LLVMValueRef h2 = f16_pair(g, reg_get(g, s->regs, s->roff + 8 * w + e), reg_get(g, s->regs, s->roff + 8 * w + e + 4));
+                LLVMValueRef c = f16x2_to_e2m1_codes(g, h2);
+                acc = e == 0 ? c : LLVMBuildOr(g->b, acc, LLVMBuildShl(g->b, c, c32(g, 4 * e), ""), "");
+            }
+            v = words == 1 ? acc : LLVMBuildInsertElement(g->b, v, acc, c32(g, w), "");
+        }
+        LLVMValueRef st = LLVMBuildStore(g->b, v, p);
+        LLVMSetAlignment(st, (unsigned)(s->align > 1 ? s->align : 1));
+        return;
+    }
     if (b->dt == DT_E2M1 && g->k->sm < 100 && s->regs->dt == DT_F32 && n % 8 == 0) {
         /* software encoding: the 4-bit codes (always 0..15) shifted straight into 32-bit words,
          * which costs one shift-or per element instead of byte assembly */
@@ -647,11 +713,20 @@ static void cg_vstore(CG *g, TStmt *s)
         LLVMValueRef v = LLVMGetUndef(vt);
         for (int i = 0; i < bytes; i++) {
             LLVMValueRef lo, hi;
-            if (g->k->sm >= 100 && s->regs->dt == DT_F32) {
-                LLVMValueRef args[2] = {reg_get(g, s->regs, s->roff + 2 * i + 1), reg_get(g, s->regs, s->roff + 2 * i)};
+            if (g->k->sm >= 100 && (s->regs->dt == DT_F32 || s->regs->dt == DT_F16)) {
+                LLVMValueRef args[2] = {to_f32(g, reg_get(g, s->regs, s->roff + 2 * i + 1), s->regs->dt),
+                                        to_f32(g, reg_get(g, s->regs, s->roff + 2 * i), s->regs->dt)};
                 LLVMTypeRef at[2] = {g->t_f32, g->t_f32};
                 LLVMValueRef pair = call_intrinsic(g, "llvm.nvvm.ff.to.e2m1x2.rn.satfinite", g->t_i16, at, 2, args);
                 LLVMValueRef byte = LLVMBuildTrunc(g->b, pair, g->t_i8, "");
+                v = bytes == 1 ? byte : LLVMBuildInsertElement(g->b, v, byte, c32(g, i), "");
+                continue;
+            }
+            if (s->regs->dt == DT_F16) { /* sm_90a: one f16x2 encoding per byte */
+                LLVMValueRef h2 = f16_pair(g, reg_get(g, s->regs, s->roff + 2 * i), reg_get(g, s->regs, s->roff + 2 * i + 1));
+                LLVMValueRef c = f16x2_to_e2m1_codes(g, h2);
+                LLVMValueRef w = LLVMBuildOr(g->b, c, LLVMBuildLShr(g->b, c, c32(g, 12), ""), "");
+                LLVMValueRef byte = LLVMBuildTrunc(g->b, w, g->t_i8, "");
                 v = bytes == 1 ? byte : LLVMBuildInsertElement(g->b, v, byte, c32(g, i), "");
                 continue;
             }

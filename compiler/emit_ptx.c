@@ -72,6 +72,7 @@ static bool optimise(TKernel *k, LLVMModuleRef m, LLVMTargetMachineRef tm, int o
         LLVMDisposeErrorMessage(em);
         return false;
     }
+    cg_pair_f16_roundings(m);
     return true;
 }
 

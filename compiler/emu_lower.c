@@ -356,6 +356,48 @@ static void lower_asm(EL *el, LLVMValueRef call)
     replace(call, emu_cvt(el, arg(call, 0), from, to, rnd, LLVMTypeOf(call)));
 }
 
+static bool is_f16_type(EL *el, LLVMTypeRef t)
+{
+    return t == el->f16 || (LLVMGetTypeKind(t) == LLVMVectorTypeKind && LLVMGetElementType(t) == el->f16);
+}
+
+/* f16 (and f16x2) add, sub, mul, fma ('f'), minnum ('n') and maxnum ('x'), which codegen writes
+ * only in encoders: lane by lane in f64, which holds every f16, their sums and products exactly,
+ * so the one rounding back to f16 is the GPU's (an fma's sum is exact too whenever its f16
+ * result is finite: the addends' bits span at most 40 places); min / max follow the f64 rules,
+ * and a NaN comes back as the GPU's 0x7FFF */
+static void lower_f16_arith(EL *el, LLVMValueRef inst, char op)
+{
+    LLVMTypeRef t = LLVMTypeOf(inst);
+    unsigned n = t == el->f16 ? 0 : LLVMGetVectorSize(t);
+    unsigned nops = op == 'f' ? 3 : 2;
+    LLVMValueRef r = n ? LLVMGetPoison(t) : NULL;
+    LLVMValueRef canon = LLVMConstBitCast(LLVMConstInt(el->i16, 0x7FFF, 0), el->f16);
+    LLVMPositionBuilderBefore(el->b, inst);
+    for (unsigned i = 0; i < (n ? n : 1); i++) {
+        LLVMValueRef x[3];
+        for (unsigned j = 0; j < nops; j++) {
+            LLVMValueRef o = LLVMGetOperand(inst, j);
+            LLVMValueRef e = n ? LLVMBuildExtractElement(el->b, o, c32(el, i), "") : o;
+            x[j] = emu_cvt(el, e, T_F16, T_F64, R_RN, el->f64);
+        }
+        LLVMValueRef v;
+        if (op == 'n' || op == 'x') {
+            LLVMTypeRef at[2] = {el->f64, el->f64};
+            v = call_abi(el, op == 'n' ? "tl_emu_fmin" : "tl_emu_fmax", el->f64, at, x, 2, 3);
+        } else if (op == 'f') {
+            v = LLVMBuildFAdd(el->b, LLVMBuildFMul(el->b, x[0], x[1], ""), x[2], "");
+        } else {
+            v = op == 'a' ? LLVMBuildFAdd(el->b, x[0], x[1], "") : op == 's' ? LLVMBuildFSub(el->b, x[0], x[1], "")
+                                                                               : LLVMBuildFMul(el->b, x[0], x[1], "");
+        }
+        LLVMValueRef h = emu_cvt(el, v, T_F64, T_F16, R_RN, el->f16);
+        h = LLVMBuildSelect(el->b, LLVMBuildFCmp(el->b, LLVMRealUNO, v, v, ""), canon, h, "");
+        r = n ? LLVMBuildInsertElement(el->b, r, h, c32(el, i), "") : h;
+    }
+    replace(inst, r);
+}
+
 static void lower_call(EL *el, LLVMValueRef call)
 {
     LLVMValueRef callee = LLVMGetCalledValue(call);
@@ -443,11 +485,15 @@ static void lower_call(EL *el, LLVMValueRef call)
         replace(call, call_abi(el, "tl_emu_rsqrt", el->f32, &el->f32, args, 1, 3));
     } else if (starts(name, "llvm.minnum.") || starts(name, "llvm.maxnum.")) {
         LLVMTypeRef t = LLVMTypeOf(call);
+        bool mn = starts(name, "llvm.minnum.");
+        if (is_f16_type(el, t)) {
+            lower_f16_arith(el, call, mn ? 'n' : 'x');
+            return;
+        }
         if (t != el->f32 && t != el->f64) {
             el_error(el, "the emulator does not implement '%s' on vectors (kernel %s)", name);
             return;
         }
-        bool mn = starts(name, "llvm.minnum.");
         at[0] = at[1] = t;
         args[0] = arg(call, 0);
         args[1] = arg(call, 1);
@@ -690,7 +736,9 @@ static void lower_instructions(EL *el)
             bool keep = name && (starts(name, "llvm.fma.") || starts(name, "llvm.sqrt.") || starts(name, "llvm.floor.") ||
                                  starts(name, "llvm.ceil.") || starts(name, "llvm.trunc.") || starts(name, "llvm.rint.") ||
                                  starts(name, "llvm.fabs."));
-            if (keep) {
+            if (keep && is_f16_type(el, LLVMTypeOf(i)) && starts(name, "llvm.fma.")) {
+                lower_f16_arith(el, i, 'f');
+            } else if (keep) {
                 /* the H200 gives 0x7FFFFFFF for abs(x) of an f32 NaN, x quieted for an f64 one */
                 unsigned nargs = (unsigned)LLVMGetNumArgOperands(i);
                 gpu_nan(el, i, nargs == 3 ? NAN_FMA : NAN_UNARY, nargs == 3 ? 3 : 1);
@@ -703,6 +751,11 @@ static void lower_instructions(EL *el)
         case LLVMFAdd:
         case LLVMFSub:
         case LLVMFMul:
+            if (is_f16_type(el, LLVMTypeOf(i))) {
+                lower_f16_arith(el, i, op == LLVMFAdd ? 'a' : op == LLVMFSub ? 's' : 'm');
+                break;
+            }
+            /* fallthrough */
         case LLVMFRem: gpu_nan(el, i, NAN_SECOND_FIRST, 2); break; /* frem: f64 not measured */
         case LLVMFDiv: gpu_nan(el, i, NAN_FIRST_SECOND, 2); break;
         case LLVMFNeg:

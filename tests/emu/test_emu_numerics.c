@@ -361,6 +361,63 @@ static void test_fp4(int sm)
     tilec_program_destroy(p);
 }
 
+/* FP4 from f16 registers: the f16x2 encoder codegen writes for sm_90a (and sm_100a's widening to
+ * the f32 pair instruction), on every one of the 65536 f16 values */
+static const char *fp4h_src = "kernel fp4h(x: f16[64, 1024], q: e2m1[64, 1024]) grid(1) threads(128)\n"
+                              "{\n"
+                              "    for r in 0 .. 32 step 8 {\n"
+                              "        frag f: f16[8, 1024];\n"
+                              "        copy(x[r : r + 8, :], f);\n"
+                              "        copy(f, q[r : r + 8, :]);\n"
+                              "    }\n"
+                              "    for r in 32 .. 64 step 8 {\n"   /* runs of 2: one byte per f16x2 */
+                              "        frag f: f16[8, 1024] layout(vec = 2);\n"
+                              "        copy(x[r : r + 8, :], f);\n"
+                              "        copy(f, q[r : r + 8, :]);\n"
+                              "    }\n"
+                              "}\n";
+
+static void test_fp4_from_f16(int sm)
+{
+    tilec_program *p = NULL;
+    tilec_program_from_string("fp4h.tl", fp4h_src, NULL, &p);
+    tilec_target t = {sm, 3, 1};
+    tilec_artifact *a = NULL;
+    if (tilec_compile(p, "fp4h", NULL, 0, &t, &a) != TILEC_OK) {
+        EH_CHECK(0, "fp4h for sm_%d: %s", sm, tilec_program_diagnostics(p));
+        tilec_program_destroy(p);
+        return;
+    }
+    char err[512];
+    tl_emu_kernel *k = NULL;
+    tl_emu_status st = tl_emu_kernel_load(a->object, a->object_size, a->entry, "fp4h", &k, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK, "loading fp4h: %s", err);
+    static uint16_t x[65536];
+    static uint8_t q[32768];
+    for (int i = 0; i < 65536; i++)
+        x[i] = (uint16_t)(i * 40503u);   /* every value once, neighbours far apart */
+    void *px = x, *pq = q;
+    int32_t r = 64, c = 1024;
+    int64_t s0 = 1024, s1 = 1;
+    void *params[10] = {&px, &r, &c, &s0, &s1, &pq, &r, &c, &s0, &s1};
+    tl_emu_launch_config cfg = {{1, 1, 1}, 128, 0, 0};
+    tl_emu_options o = {.workers = 1};
+    if (st == TL_EMU_OK)
+        st = tl_emu_launch(k, params, &cfg, &o, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK, "fp4h sm_%d: %s", sm, err);
+    int bad = 0;
+    for (int i = 0; i < 65536 && st == TL_EMU_OK; i += 2) {
+        uint8_t lo = tl_num_f32_to_e2m1(tl_num_f16_to_f32(x[i])), hi = tl_num_f32_to_e2m1(tl_num_f16_to_f32(x[i + 1]));
+        if (q[i / 2] != tl_num_e2m1_pack(lo, hi) && bad++ < 4)
+            EH_CHECK(0, "sm_%d e2m1 of f16 0x%04x, 0x%04x: 0x%02x, want 0x%02x", sm, x[i], x[i + 1], q[i / 2],
+                     tl_num_e2m1_pack(lo, hi));
+    }
+    EH_CHECK(bad == 0, "sm_%d: %d of 32768 e2m1 pairs from f16 differ", sm, bad);
+    tl_emu_kernel_free(k);
+    tilec_artifact_destroy(a);
+    tilec_program_destroy(p);
+}
+
 int main(void)
 {
     test_conversions();
@@ -368,5 +425,7 @@ int main(void)
     test_atomics();
     test_fp4(90);
     test_fp4(100);
+    test_fp4_from_f16(90);
+    test_fp4_from_f16(100);
     return eh_finish("emu_numerics");
 }

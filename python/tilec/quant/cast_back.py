@@ -54,7 +54,15 @@ def cast_back(x, fmt: str, x_block_size: Tuple[int, int], x_special_fmt: Optiona
         k.launch(xarg, oarg, isf, isfp, stream=_runtime.stream(q))
         return out
     tname = "e2m1" if q.dtype == torch.int8 else "e4m3"
-    k = kernel("cast_back", T=tname, OT=oname, H=H, SBM=bm, SBN=bn, has_sf=isf is not None, has_sfp=isfp is not None)
+    # bf16 output: runs of 8 elements, so that a warp's loads and 16-byte stores are both whole
+    # lines; packed e2m1 also as persistent blocks with the next tile's load in flight (H200,
+    # 16384 x 7168: e4m3 89.9 -> 92.8 %, e2m1 64.9 -> 84.0 % of the copy ceiling; A/B run 1 of
+    # session 12). f32 output keeps the default runs of 16 (not measured).
+    cfg = {}
+    if oname == "bf16":
+        cfg = dict(VEC=8, STAGES=2, WAVES=8) if tname == "e2m1" else dict(VEC=8)
+    k = kernel("cast_back", T=tname, OT=oname, H=H, SBM=bm, SBN=bn, **cfg, has_sf=isf is not None,
+               has_sfp=isfp is not None)
     k.launch(data_arg(q, fn), out, isf, isfp, stream=_runtime.stream(q))
     return out
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# One device call of A/B runs (session 11): bench/ab_generics.py over the variants it lists; with
+# One device call of A/B runs: bench/ab_generics.py over the variants it lists; with
 # OLD=1 also the same cases' defaults with the kernels of an earlier commit, which must be exported
 # into ab_old/ (untracked) first:  rm -rf ab_old && mkdir ab_old && git archive REV kernels.tl kernels dsl | tar -x -C ab_old
-# Logs and JSON go to $OUT (kept in bench/results/2026-11-30/session11/).
+# Logs and JSON go to $OUT (kept under bench/results/).
 set -u
 export TILEC_DIST=$PWD/dist PYTHONPATH=$PWD/dist/python TILEC_CACHE_DIR=/tmp/tilec-cache PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee $OUT/gpu.txt
