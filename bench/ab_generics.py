@@ -68,33 +68,17 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 12, second device call): after f32 -> f16 roundings
-    were paired (cvt.rn.f16x2.f32), the e2m1 casts' tiles and block shapes, and the persistent
-    e2m1 dequantisation around the wrapper's choice. The cases of earlier calls are in this file's
-    history (session 12 run 1: commit after 046ab63; session 11: 046ab63 and before); every run's
-    log is in bench/results/."""
-    pt = [{}, dict(HALF_ENC="false"), dict(BK=512, BM=8), dict(BK=2048, BM=2), dict(BK=7168, BM=1),
-          dict(BPS=0), dict(BPS=4)]
-    for t, h in ((16384, 7168), (8001, 7168)):
-        case(f"per_token_cast e2m1 n=32 {t}x{h}", "per_token_cast", pt, randn(t, h),
-             lambda x: Q.per_token_cast(x, "e2m1", 32, **PK), sized=True)
-    pb = [{}, dict(HALF_ENC="false"), dict(WAVES=2), dict(RB=16), dict(RB=64), dict(VEC=8, WAVES=2),
-          dict(NTH=512, WAVES=2, VEC=16), dict(STAGES=3, WAVES=3)]
-    for t, h in ((16384, 7168), (8001, 7168)):
-        case(f"per_block_cast e2m1 128x128 {t}x{h}", "per_block_cast", pb, randn(t, h),
-             lambda x: Q.per_block_cast(x, "e2m1", (128, 128), **PK), sized=True)
-    cb = [{}, dict(STAGES=3), dict(WAVES=6), dict(WAVES=12), dict(WAVES=16), dict(BK=1024, BM=4),
-          dict(BK=256, BM=16), dict(BK=512, BM=16)]
+    """The cases of the latest run (session 12, fifth device call, with the full benchmark): the
+    per-token e4m3 cast of an e4m3 input with 128 x 128 scales, its tiles and runs. The cases of
+    earlier calls are in this file's history (session 12 runs 1-4; session 11: commit 046ab63 and
+    before); every run's log is in bench/results/."""
+    pq = [{}, dict(BM=8), dict(BM=16), dict(BK=2048, BM=2), dict(BK=2048, BM=4), dict(BK=512, BM=8),
+          dict(BPS=4), dict(BPS=8), dict(VEC=8), dict(VEC=32)]
     for t, h in ((16384, 7168), (8001, 7168)):
         def mk(t=t, h=h):
-            return lambda: (tilec.torch.cast(torch.randn((t, h), device="cuda"), "e2m1", (1, 32), **PK),)
-        case(f"per_token_cast_back e2m1 {t}x{h}", "cast_back", cb, mk(),
-             lambda x: Q.per_token_cast_back(x, "bf16", 32), sized=True)
-    for t, h in ((16384, 7168), (8001, 7168)):
-        def mk(t=t, h=h):
-            return lambda: (tilec.torch.cast(torch.randn((t, h), device="cuda"), "e4m3", (1, 128), **PK),)
-        case(f"per_token_cast_back e4m3 {t}x{h}", "cast_back", [{}, dict(BK=1024, BM=8), dict(BM=16)], mk(),
-             lambda x: Q.per_token_cast_back(x, "bf16", 128), sized=True)
+            return lambda: (tilec.torch.cast(torch.randn((t, h), device="cuda"), "e4m3", (128, 128), **PK),)
+        case(f"per_token_cast e4m3 from 128x128 e4m3 {t}x{h}", "per_token_cast", pq, mk(),
+             lambda x: Q.per_token_cast(x, "e4m3", 128, x_block_size=(128, 128), **PK), sized=True)
 
 
 def main():

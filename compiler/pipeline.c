@@ -306,6 +306,12 @@ static TExpr *stride_of(TKernel *k, const TBuf *b, int d)
     return tx_const_int(k, DT_I64, s);
 }
 
+/* element size in 4-bit units: e2m1 packs two elements per byte */
+static int elem_nibbles(DType t)
+{
+    return t == DT_E2M1 ? 1 : 2 * dtype_storage_bytes(t);
+}
+
 /* bytes the address of b[idx] is known to be aligned to (at most 16) */
 static int64_t known_align(TKernel *k, const TBuf *b, TExpr **idx)
 {
@@ -316,7 +322,8 @@ static int64_t known_align(TKernel *k, const TBuf *b, TExpr **idx)
         if (di < div)
             div = di;
     }
-    int64_t a = gcd64(base, div * dtype_storage_bytes(b->dt));
+    int64_t nib = elem_nibbles(b->dt) * div; /* e2m1 at an odd element: not even byte aligned */
+    int64_t a = nib % 2 ? 1 : gcd64(base, nib / 2);
     return a > 16 ? 16 : a;
 }
 
@@ -394,14 +401,14 @@ typedef struct Split {
     TExpr *stage;
     const Layout *lay;
     TExpr *tc[TL_MAX_RANK];
-    int es, rd, gd, run;
+    int nib, rd, gd, run; /* nib: element size in 4-bit units (elem_nibbles) */
 } Split;
 
 static TStmt *split_copy(Split *X, bool assume_aligned, bool *async_all, int64_t *smallest)
 {
     TKernel *k = X->k;
     const Layout *lay = X->lay;
-    int es = X->es, rd = X->rd, gd = X->gd, run = X->run;
+    int nib = X->nib, rd = X->rd, gd = X->gd, run = X->run;
     TBuf *D = X->D;
     TStmt *body = ts_seq(k);
     *async_all = true;
@@ -423,11 +430,13 @@ static TStmt *split_copy(Split *X, bool assume_aligned, bool *async_all, int64_t
                 sidx[X->dst.src_dim[i] + 1] = tx_bin(k, OP_ADD, X->dst.start[X->dst.src_dim[i]], co);
             }
             /* the largest piece both addresses are aligned to, 16 bytes at most */
-            int64_t piece = (int64_t)run * es;
+            int64_t piece = (int64_t)run * nib / 2;
             int64_t al = known_align(k, X->src.buf, gidx), as = known_align(k, D, sidx);
-            if (assume_aligned)
-                al = gcd64(16, es * tir_known_div(k, co_rd));
-            while (piece > es && (piece > 16 || al % piece || as % piece))
+            if (assume_aligned) {
+                int64_t an = nib * tir_known_div(k, co_rd);
+                al = an % 2 ? 1 : gcd64(16, an / 2);
+            }
+            while (piece > 1 && 2 * piece > nib && (piece > 16 || al % piece || as % piece))
                 piece /= 2;
             if (piece < 4 || al % piece || as % piece) {
                 *async_all = false;
@@ -444,7 +453,7 @@ static TStmt *split_copy(Split *X, bool assume_aligned, bool *async_all, int64_t
             }
             if (piece < *smallest)
                 *smallest = piece;
-            int per = (int)(piece / es);
+            int per = (int)(piece * 2 / nib);
             for (int j = 0; j < run; j += per) {
                 TExpr *g2[TL_MAX_RANK], *s2[TL_MAX_RANK + 1];
                 memcpy(g2, gidx, sizeof gidx);
@@ -461,7 +470,9 @@ static TStmt *split_copy(Split *X, bool assume_aligned, bool *async_all, int64_t
                     TExpr *a1[2] = {left, ic(k, 0)};
                     TExpr *lo = tx_call(k, BI_MAX, DT_I32, a1, 2);
                     TExpr *a2[2] = {lo, ic(k, per)};
-                    n = tx_bin(k, OP_MUL, tx_call(k, BI_MIN, DT_I32, a2, 2), ic(k, es));
+                    TExpr *elems = tx_call(k, BI_MIN, DT_I32, a2, 2);
+                    n = nib % 2 ? tx_bin(k, OP_DIV, tx_bin(k, OP_ADD, elems, ic(k, 1)), ic(k, 2))
+                                : tx_bin(k, OP_MUL, elems, ic(k, nib / 2));
                 }
                 TExpr *in = inside(k, &X->src, g2, gd);
                 if (in)
@@ -478,7 +489,7 @@ static TExpr *aligned_at_run_time(Split *X)
 {
     TKernel *k = X->k;
     const Region *r = &X->src;
-    int64_t v = 16 / X->es;
+    int64_t v = 32 / X->nib;
     TExpr *lin = tx_const_int(k, DT_I64, 0);
     TExpr *cond = NULL;
     for (int d = 0; d < r->buf->rank; d++) {
@@ -500,31 +511,40 @@ static TExpr *aligned_at_run_time(Split *X)
  * large as the proven alignment allows, and, when a 16-byte alignment of the global tile is
  * merely unknown, a second version for it behind a run-time test (uniform over the block).
  * Returns false if the version that is sure to be taken for some inputs is partly synchronous. */
+/* the split of copy `c` (source re-evaluated by S) into stage `stage`; returns whether the
+ * innermost dimension is contiguous on both sides */
+static bool prepare_split(TKernel *k, Split *X, const TStmt *c, Subst *S, TExpr *stage)
+{
+    *X = (Split){0};
+    X->k = k;
+    X->src = c->src;
+    X->dst = c->dst;
+    for (int d = 0; d < X->src.buf->rank; d++)
+        X->src.start[d] = subst(S, X->src.start[d]);
+    for (int d = 0; d < X->dst.buf->rank; d++)
+        X->dst.start[d] = subst(S, X->dst.start[d]);
+    X->D = X->dst.buf;
+    X->stage = stage;
+    X->nib = elem_nibbles(X->D->dt);
+    int64_t shape[TL_MAX_RANK];
+    for (int i = 0; i < X->src.rank; i++)
+        shape[i] = X->src.extent[i];
+    Layout *lay = layout_default(k->arena, X->src.rank, shape, k->nthreads, 32 / X->nib, 0);
+    X->lay = lay;
+    for (int i = 0; i < X->src.rank; i++)
+        X->tc[i] = layout_thread_coord(k, lay, i);
+    X->rd = X->src.rank - 1;
+    X->gd = X->src.src_dim[X->rd];
+    bool contiguous = unit_inner(k, X->src.buf, X->gd) && unit_inner(k, X->D, X->dst.src_dim[X->rd] + 1);
+    X->run = contiguous ? lay->vec : 1;
+    return contiguous;
+}
+
 static bool emit_copy(PL *P, TStmt *out, const TStmt *c, Subst *S, TExpr *stage)
 {
     TKernel *k = P->k;
-    Split X = {0};
-    X.k = k;
-    X.src = c->src;
-    X.dst = c->dst;
-    for (int d = 0; d < X.src.buf->rank; d++)
-        X.src.start[d] = subst(S, X.src.start[d]);
-    for (int d = 0; d < X.dst.buf->rank; d++)
-        X.dst.start[d] = subst(S, X.dst.start[d]);
-    X.D = X.dst.buf;
-    X.stage = stage;
-    X.es = dtype_storage_bytes(X.D->dt);
-    int64_t shape[TL_MAX_RANK];
-    for (int i = 0; i < X.src.rank; i++)
-        shape[i] = X.src.extent[i];
-    Layout *lay = layout_default(k->arena, X.src.rank, shape, k->nthreads, 16 / X.es, 0);
-    X.lay = lay;
-    for (int i = 0; i < X.src.rank; i++)
-        X.tc[i] = layout_thread_coord(k, lay, i);
-    X.rd = X.src.rank - 1;
-    X.gd = X.src.src_dim[X.rd];
-    bool contiguous = unit_inner(k, X.src.buf, X.gd) && unit_inner(k, X.D, X.dst.src_dim[X.rd] + 1);
-    X.run = contiguous ? lay->vec : 1;
+    Split X;
+    bool contiguous = prepare_split(k, &X, c, S, stage);
     bool async_sure, async_opt;
     int64_t small_sure, small_opt;
     TStmt *sure = split_copy(&X, false, &async_sure, &small_sure);
@@ -538,7 +558,7 @@ static bool emit_copy(PL *P, TStmt *out, const TStmt *c, Subst *S, TExpr *stage)
             async_sure = async_opt;
         }
     }
-    push_guarded(k, out, layout_leader_pred(k, lay), body);
+    push_guarded(k, out, layout_leader_pred(k, X.lay), body);
     return async_sure;
 }
 
@@ -551,7 +571,7 @@ static const char *copy_blocker(PL *P, const TStmt *loop, int ci)
     TBuf *D = c->dst.buf;
     if (D->scratch || D->rank >= TL_MAX_RANK)
         return "its destination cannot take a stage dimension";
-    if (c->src.buf->dt != D->dt || D->dt == DT_E2M1 || D->dt == DT_BOOL)
+    if (c->src.buf->dt != D->dt || D->dt == DT_BOOL)
         return "it converts between element types, which cp.async cannot do";
     if (c->other && !(c->other->kind == TX_CONST && c->other->ival == 0 && c->other->fval == 0))
         return "cp.async fills elements outside the tensor with 0, not with 'other'";
@@ -564,6 +584,25 @@ static const char *copy_blocker(PL *P, const TStmt *loop, int ci)
         subst(&S, c->src.start[d]);
     for (int d = 0; d < D->rank; d++)
         subst(&S, c->dst.start[d]);
+    if (!S.why && D->dt == DT_E2M1) {
+        /* a copy that falls back to elements would store single e2m1 elements (half bytes),
+         * which nothing can: e2m1 is fetched ahead only when every piece is sure to be async */
+        Split X;
+        bool all;
+        int64_t smallest;
+        int64_t shape[TL_MAX_RANK];
+        memcpy(shape, D->shape, sizeof shape);
+        for (int d = D->rank; d > 0; d--) /* the stage dimension the split will index */
+            D->shape[d] = D->shape[d - 1];
+        D->shape[0] = 2;
+        D->rank++;
+        prepare_split(k, &X, c, &S, ic(k, 0));
+        split_copy(&X, false, &all, &smallest);
+        D->rank--;
+        memcpy(D->shape, shape, sizeof shape);
+        if (!all)
+            return "e2m1 pairs share bytes, and this copy is not sure to move whole aligned 4-byte pieces";
+    }
     return S.why;
 }
 
