@@ -3,7 +3,8 @@
 made and the function warmed up first; the profiled call is the last one.
 
 WHAT: swiglu_backward (8192 x 2 x 3584, 4 slots per token), per_block_cast_lossless (16384 x 7168),
-mask_indices_by_tp (4001 x 8 int64; tilec's kernel and torch.compile's, each called last)."""
+mask_indices_by_tp (4001 x 8 int64; tilec's kernel and torch.compile's, each called last),
+per_token_cast_e2m1, per_block_cast_e2m1, cast_back_e2m1 (16384 x 7168, packed UE8M0 scales)."""
 import os
 import sys
 
@@ -35,6 +36,21 @@ def per_block_cast_lossless():
     return lambda: Q.per_block_cast_lossless(x, "e4m3", (1, 32), (128, 128), **PK)
 
 
+def per_token_cast_e2m1():
+    x = torch.randn((16384, 7168), device="cuda").bfloat16()
+    return lambda: Q.per_token_cast(x, "e2m1", 32, **PK)
+
+
+def per_block_cast_e2m1():
+    x = torch.randn((16384, 7168), device="cuda").bfloat16()
+    return lambda: Q.per_block_cast(x, "e2m1", (128, 128), **PK)
+
+
+def cast_back_e2m1():
+    x = R.cast(torch.randn((16384, 7168), device="cuda"), "e2m1", (1, 32), **PK)
+    return lambda: Q.per_token_cast_back(x, "bf16", 32)
+
+
 def mask_indices_by_tp():
     idx = torch.randint(-1, 256, (4001, 8), device="cuda")
     ref = torch.compile(lambda i: R.moe.mask_indices_by_tp(i, 256, 8, 1, 4), dynamic=True)
@@ -47,7 +63,8 @@ def mask_indices_by_tp():
 
 if __name__ == "__main__":
     fn = {"swiglu_backward": swiglu_backward, "per_block_cast_lossless": per_block_cast_lossless,
-          "mask_indices_by_tp": mask_indices_by_tp}[sys.argv[1]]()
+          "mask_indices_by_tp": mask_indices_by_tp, "per_token_cast_e2m1": per_token_cast_e2m1,
+          "per_block_cast_e2m1": per_block_cast_e2m1, "cast_back_e2m1": cast_back_e2m1}[sys.argv[1]]()
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
