@@ -68,16 +68,28 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 12, fifth device call, with the full benchmark): the
-    per-token e4m3 cast of an e4m3 input with 128 x 128 scales, its tiles and runs. The cases of
-    earlier calls are in this file's history (session 12 runs 1-4; session 11: commit 046ab63 and
+    """The cases of the latest run (session 12, eighth device call): packed e2m1 decoded through
+    byte permutes (a compiler change, so against the previous runs' figures), with the e2m1
+    dequantisation's and the lossless cast's configurations around their defaults. The cases of
+    earlier calls are in this file's history (session 12 runs 1-5; session 11: commit 046ab63 and
     before); every run's log is in bench/results/."""
-    pq = [{}, dict(BM=8), dict(BM=16), dict(BK=2048, BM=2), dict(BK=2048, BM=4), dict(BK=512, BM=8),
-          dict(BPS=4), dict(BPS=8), dict(VEC=8), dict(VEC=32)]
+    cb = [{}, dict(STAGES=0, WAVES=4), dict(VEC=16), dict(VEC=32, BK=1024, BM=4), dict(WAVES=6), dict(BPS=2)]
     for t, h in ((16384, 7168), (8001, 7168)):
         def mk(t=t, h=h):
-            return lambda: (tilec.torch.cast(torch.randn((t, h), device="cuda"), "e4m3", (128, 128), **PK),)
-        case(f"per_token_cast e4m3 from 128x128 e4m3 {t}x{h}", "per_token_cast", pq, mk(),
+            return lambda: (tilec.torch.cast(torch.randn((t, h), device="cuda"), "e2m1", (1, 32), **PK),)
+        case(f"per_token_cast_back e2m1 {t}x{h}", "cast_back", cb, mk(),
+             lambda x: Q.per_token_cast_back(x, "bf16", 32), sized=True)
+    ll = [{}, dict(LATE="false", NTH=256, BPS=3), dict(NTH=256, BPS=4), dict(NTH=256, BPS=6), dict(BPS=2),
+          dict(VEC=16)]
+    for t, h in ((16384, 7168), (8001, 7168)):
+        def mk(t=t, h=h):
+            return lambda: (tilec.torch.cast(torch.randn((t, h), device="cuda"), "e2m1", (1, 32), **PK),)
+        case(f"per_block_cast_lossless {t}x{h}", "per_block_cast_lossless", ll, mk(),
+             lambda x: Q.per_block_cast_lossless(x, "e4m3", (1, 32), (128, 128), **PK), sized=True)
+    for t, h in ((16384, 7168),):
+        def mk(t=t, h=h):
+            return lambda: (tilec.torch.cast(torch.randn((t, h), device="cuda"), "e2m1", (128, 128), **PK),)
+        case(f"per_token_cast e4m3 from 128x128 e2m1 {t}x{h}", "per_token_cast", [{}, dict(VEC=16)], mk(),
              lambda x: Q.per_token_cast(x, "e4m3", 128, x_block_size=(128, 128), **PK), sized=True)
 
 

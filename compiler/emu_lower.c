@@ -467,6 +467,11 @@ static void lower_call(EL *el, LLVMValueRef call)
         replace(call, NULL);
     } else if (starts(name, "llvm.nvvm.ff.to.") || (starts(name, "llvm.nvvm.") && strstr(name, "x2.to."))) {
         lower_cvt_pair(el, call, name);
+    } else if (!strcmp(name, "llvm.nvvm.prmt")) {
+        at[0] = at[1] = at[2] = el->i32;
+        for (unsigned i = 0; i < 3; i++)
+            args[i] = arg(call, i);
+        replace(call, call_abi(el, "tl_emu_prmt", el->i32, at, args, 3, 3));
     } else if (!strcmp(name, "llvm.nvvm.saturate.f")) {
         args[0] = arg(call, 0);
         replace(call, call_abi(el, "tl_emu_sat", el->f32, &el->f32, args, 1, 3));

@@ -284,6 +284,20 @@ float tl_emu_fma_rm(float a, float b, float c)
 }
 
 /* cvt.sat.f32.f32 (the saturate of the expf sequence): clamp to [0, 1], NaN -> +0 */
+uint32_t tl_emu_prmt(uint32_t a, uint32_t b, uint32_t c)
+{
+    uint64_t src = (uint64_t)b << 32 | a;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; i++) {
+        uint32_t sel = c >> (4 * i) & 0xF;
+        uint32_t byte = (uint32_t)(src >> (8 * (sel & 7))) & 0xFF;
+        if (sel & 8)
+            byte = byte & 0x80 ? 0xFF : 0;
+        r |= byte << (8 * i);
+    }
+    return r;
+}
+
 float tl_emu_sat(float x)
 {
     if (!(x > 0.0f))

@@ -65,6 +65,9 @@ uint64_t tl_emu_cvt(uint64_t bits, uint32_t from, uint32_t to, uint32_t rnd);
 uint32_t tl_emu_cvt_x2(uint32_t op, uint32_t a, uint32_t b);
 float tl_emu_fma_rm(float a, float b, float c);
 float tl_emu_sat(float x);
+/* prmt.b32 (default mode): byte i of the result is byte (c >> 4i) & 7 of the pair b:a, or, when
+ * bit 3 of that nibble is set, that byte's bit 7 copied to all 8 bits */
+uint32_t tl_emu_prmt(uint32_t a, uint32_t b, uint32_t c);
 float tl_emu_ex2(float x, uint32_t ftz);
 float tl_emu_rsqrt(float x);
 float tl_emu_fminf(float a, float b);

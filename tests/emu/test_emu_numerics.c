@@ -418,6 +418,68 @@ static void test_fp4_from_f16(int sm)
     tilec_program_destroy(p);
 }
 
+/* FP4 decoding: every byte value (two codes), through the byte-permute path that whole 32-bit
+ * words of e2m1 take into f32 and f16 registers (runs of 8 and of 32) and through the per-byte
+ * path (runs of 2) */
+static const char *fp4d_src = "kernel fp4d(q: e2m1[16, 256], a: f32[16, 256], b: f16[16, 256], c: f32[16, 256])\n"
+                              "    grid(1) threads(128)\n"
+                              "{\n"
+                              "    frag f: f32[16, 256] layout(vec = 8);\n"
+                              "    copy(q, f);\n"
+                              "    copy(f, a);\n"
+                              "    frag h: f16[16, 256] layout(vec = 32);\n"
+                              "    copy(q, h);\n"
+                              "    copy(h, b);\n"
+                              "    frag p: f32[16, 256] layout(vec = 2);\n"
+                              "    copy(q, p);\n"
+                              "    copy(p, c);\n"
+                              "}\n";
+
+static void test_fp4_decode(int sm)
+{
+    tilec_program *p = NULL;
+    tilec_program_from_string("fp4d.tl", fp4d_src, NULL, &p);
+    tilec_target t = {sm, 3, 1};
+    tilec_artifact *art = NULL;
+    if (tilec_compile(p, "fp4d", NULL, 0, &t, &art) != TILEC_OK) {
+        EH_CHECK(0, "fp4d for sm_%d: %s", sm, tilec_program_diagnostics(p));
+        tilec_program_destroy(p);
+        return;
+    }
+    char err[512];
+    tl_emu_kernel *k = NULL;
+    tl_emu_status st = tl_emu_kernel_load(art->object, art->object_size, art->entry, "fp4d", &k, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK, "loading fp4d: %s", err);
+    static uint8_t q[16 * 128];
+    static uint32_t a[16 * 256], c[16 * 256];
+    static uint16_t h[16 * 256];
+    for (int i = 0; i < 16 * 128; i++)
+        q[i] = (uint8_t)(i * 7);   /* every byte value 8 times, neighbours different */
+    void *pq = q, *pa = a, *pb = h, *pc = c;
+    int32_t r = 16, cols = 256;
+    int64_t s0 = 256, s1 = 1;
+    void *params[20] = {&pq, &r, &cols, &s0, &s1, &pa, &r, &cols, &s0, &s1,
+                        &pb, &r, &cols, &s0, &s1, &pc, &r, &cols, &s0, &s1};
+    tl_emu_launch_config cfg = {{1, 1, 1}, 128, 0, 0};
+    tl_emu_options o = {.workers = 1};
+    if (st == TL_EMU_OK)
+        st = tl_emu_launch(k, params, &cfg, &o, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK, "fp4d sm_%d: %s", sm, err);
+    int bad = 0;
+    for (int i = 0; i < 16 * 256 && st == TL_EMU_OK; i++) {
+        uint8_t code = (uint8_t)(i % 2 ? q[i / 2] >> 4 : q[i / 2] & 0xF);
+        uint32_t want = tl_num_e2m1_to_f32(code);
+        uint16_t want16 = tl_num_e2m1_to_f16(code);
+        if ((a[i] != want || h[i] != want16 || c[i] != want) && bad++ < 4)
+            EH_CHECK(0, "sm_%d: e2m1 code 0x%x at %d: f32 0x%08x (runs of 8), f16 0x%04x, f32 0x%08x (runs of 2); "
+                     "want 0x%08x / 0x%04x", sm, code, i, a[i], h[i], c[i], want, want16);
+    }
+    EH_CHECK(bad == 0, "sm_%d: %d of 4096 decoded e2m1 elements differ", sm, bad);
+    tl_emu_kernel_free(k);
+    tilec_artifact_destroy(art);
+    tilec_program_destroy(p);
+}
+
 int main(void)
 {
     test_conversions();
@@ -427,5 +489,7 @@ int main(void)
     test_fp4(100);
     test_fp4_from_f16(90);
     test_fp4_from_f16(100);
+    test_fp4_decode(90);
+    test_fp4_decode(100);
     return eh_finish("emu_numerics");
 }
