@@ -68,29 +68,28 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 12, eighth device call): packed e2m1 decoded through
-    byte permutes (a compiler change, so against the previous runs' figures), with the e2m1
-    dequantisation's and the lossless cast's configurations around their defaults. The cases of
-    earlier calls are in this file's history (session 12 runs 1-5; session 11: commit 046ab63 and
-    before); every run's log is in bench/results/."""
-    cb = [{}, dict(STAGES=0, WAVES=4), dict(VEC=16), dict(VEC=32, BK=1024, BM=4), dict(WAVES=6), dict(BPS=2)]
-    for t, h in ((16384, 7168), (8001, 7168)):
-        def mk(t=t, h=h):
-            return lambda: (tilec.torch.cast(torch.randn((t, h), device="cuda"), "e2m1", (1, 32), **PK),)
-        case(f"per_token_cast_back e2m1 {t}x{h}", "cast_back", cb, mk(),
-             lambda x: Q.per_token_cast_back(x, "bf16", 32), sized=True)
-    ll = [{}, dict(LATE="false", NTH=256, BPS=3), dict(NTH=256, BPS=4), dict(NTH=256, BPS=6), dict(BPS=2),
-          dict(VEC=16)]
-    for t, h in ((16384, 7168), (8001, 7168)):
-        def mk(t=t, h=h):
-            return lambda: (tilec.torch.cast(torch.randn((t, h), device="cuda"), "e2m1", (1, 32), **PK),)
-        case(f"per_block_cast_lossless {t}x{h}", "per_block_cast_lossless", ll, mk(),
-             lambda x: Q.per_block_cast_lossless(x, "e4m3", (1, 32), (128, 128), **PK), sized=True)
-    for t, h in ((16384, 7168),):
-        def mk(t=t, h=h):
-            return lambda: (tilec.torch.cast(torch.randn((t, h), device="cuda"), "e2m1", (128, 128), **PK),)
-        case(f"per_token_cast e4m3 from 128x128 e2m1 {t}x{h}", "per_token_cast", [{}, dict(VEC=16)], mk(),
-             lambda x: Q.per_token_cast(x, "e4m3", 128, x_block_size=(128, 128), **PK), sized=True)
+    """The cases of the latest run (session 12, ninth device call): block shapes around the
+    defaults of the casts just below target after the FP4 changes (per-block e2m1 without
+    staging ahead, the per-channel cast with transposed output, E5M6) and of the e4m3 transpose.
+    The cases of earlier calls are in this file's history (session 12 runs 1-8; session 11:
+    commit 046ab63 and before); every run's log is in bench/results/."""
+    t, h = 16384, 7168
+    pb = [{}, dict(STAGES=0), dict(STAGES=0, NTH=512), dict(STAGES=0, BPS=4), dict(STAGES=0, VEC=8),
+          dict(STAGES=2, WAVES=3, NTH=384)]
+    case(f"per_block_cast e2m1 128x128 {t}x{h}", "per_block_cast", pb, randn(t, h),
+         lambda x: Q.per_block_cast(x, "e2m1", (128, 128), **PK), sized=True)
+    pc = [{}, dict(STAGES=4), dict(STAGES=2, WAVES=2), dict(BK=64, STAGES=3, WAVES=2), dict(BK=256, STAGES=2),
+          dict(BPS=1)]
+    case(f"per_channel_cast_and_transpose {t}x{h}", "per_channel_cast_transpose", pc, randn(t, h),
+         lambda x: Q.per_channel_cast_and_transpose(x, "e4m3", 128, True), sized=True)
+    e5 = [{}, dict(BPS=5), dict(BPS=3), dict(BPS=0), dict(BPS=6)]
+    case(f"per_token_cast e5m6 {t}x{h}", "per_token_cast_e5m6", e5, randn(t, h),
+         lambda x: Q.per_token_cast(x, "e5m6", h, **PK), sized=True)
+    tr = [{}, dict(NTH=512), dict(NTH=128), dict(BX=128), dict(BY=128), dict(BPS=2), dict(NTH=512, BPS=2)]
+    for shape in ((16384, 7168), (8064, 4096)):
+        case(f"transpose e4m3 {shape[0]}x{shape[1]}", "batched_transpose", tr,
+             lambda shape=shape: (torch.randn(shape, device="cuda").to(torch.float8_e4m3fn),),
+             lambda x: tilec.transpose.transpose(x), sized=True)
 
 
 def main():
