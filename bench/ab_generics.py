@@ -53,9 +53,17 @@ def _bytes(t):
     return t.contiguous().reshape(-1).view(torch.uint8)
 
 
-def _same(a, b):
+def _same(a, b, sums_rtol=0.0):
+    """Byte equality of every output; with sums_rtol, f32 outputs (sums of atomics, whose order
+    follows the tiling) may differ by that fraction of their largest magnitude instead (sums
+    that cancel to near zero have no relative accuracy)."""
     fa, fb = _flat(a), _flat(b)
-    return len(fa) == len(fb) and all(x.shape == y.shape and torch.equal(_bytes(x), _bytes(y)) for x, y in zip(fa, fb))
+
+    def eq(x, y):
+        if sums_rtol and x.dtype == torch.float32:
+            return torch.allclose(x, y, rtol=0.0, atol=sums_rtol * float(x.abs().max()))
+        return torch.equal(_bytes(x), _bytes(y))
+    return len(fa) == len(fb) and all(x.shape == y.shape and eq(x, y) for x, y in zip(fa, fb))
 
 
 def sized_copy(nbytes):
@@ -68,28 +76,27 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 12, ninth device call): block shapes around the
-    defaults of the casts just below target after the FP4 changes (per-block e2m1 without
-    staging ahead, the per-channel cast with transposed output, E5M6) and of the e4m3 transpose.
-    The cases of earlier calls are in this file's history (session 12 runs 1-8; session 11:
-    commit 046ab63 and before); every run's log is in bench/results/."""
-    t, h = 16384, 7168
-    pb = [{}, dict(STAGES=0), dict(STAGES=0, NTH=512), dict(STAGES=0, BPS=4), dict(STAGES=0, VEC=8),
-          dict(STAGES=2, WAVES=3, NTH=384)]
-    case(f"per_block_cast e2m1 128x128 {t}x{h}", "per_block_cast", pb, randn(t, h),
-         lambda x: Q.per_block_cast(x, "e2m1", (128, 128), **PK), sized=True)
-    pc = [{}, dict(STAGES=4), dict(STAGES=2, WAVES=2), dict(BK=64, STAGES=3, WAVES=2), dict(BK=256, STAGES=2),
-          dict(BPS=1)]
-    case(f"per_channel_cast_and_transpose {t}x{h}", "per_channel_cast_transpose", pc, randn(t, h),
-         lambda x: Q.per_channel_cast_and_transpose(x, "e4m3", 128, True), sized=True)
-    e5 = [{}, dict(BPS=5), dict(BPS=3), dict(BPS=0), dict(BPS=6)]
-    case(f"per_token_cast e5m6 {t}x{h}", "per_token_cast_e5m6", e5, randn(t, h),
-         lambda x: Q.per_token_cast(x, "e5m6", h, **PK), sized=True)
-    tr = [{}, dict(NTH=512), dict(NTH=128), dict(BX=128), dict(BY=128), dict(BPS=2), dict(NTH=512, BPS=2)]
-    for shape in ((16384, 7168), (8064, 4096)):
-        case(f"transpose e4m3 {shape[0]}x{shape[1]}", "batched_transpose", tr,
-             lambda shape=shape: (torch.randn(shape, device="cuda").to(torch.float8_e4m3fn),),
-             lambda x: tilec.transpose.transpose(x), sized=True)
+    """The cases of the latest run (session 12, thirteenth device call): the SwiGLU backward's tiles,
+    threads and residency, its f32 weight gradient (sums of atomics whose order follows the
+    tiling) compared to within 1e-5 of its largest magnitude, every other output byte for byte
+    (run 12 compared it element by element to a relative 1e-5: sums near zero failed that). The cases of earlier
+    calls are in this file's history (session 12 runs 1-12; session 11: commit 046ab63 and before);
+    every run's log is in bench/results/."""
+    def mk_bwd(t, hh, k):
+        def mk():
+            xq = tilec.torch.cast(torch.randn((t, 2 * hh), device="cuda"), "e4m3", (1, 128))
+            ptt = torch.randperm(t, device="cuda").int()
+            ttp = torch.empty(t, dtype=torch.int32, device="cuda")
+            ttp[ptt.long()] = torch.arange(t, dtype=torch.int32, device="cuda")
+            return (xq, torch.randn((t, hh), device="cuda").bfloat16(), torch.rand((t // k, k), device="cuda"), ptt,
+                    ttp.view(t // k, k))
+        return mk
+    sb = [{}, dict(BPS=5), dict(BM=2, VEC=8), dict(BM=2, VEC=8, BPS=6), dict(BM=2, VEC=8, BPS=8),
+          dict(BM=4, VEC=8, NTH=256), dict(BM=4, VEC=8, NTH=256, BPS=3), dict(BM=4, VEC=8, NTH=256, BPS=4),
+          dict(BM=1, VEC=4), dict(BM=1, VEC=4, BPS=8), dict(BM=2, VEC=16, NTH=64)]
+    for t, hh, k in ((8192, 3584, 4), (4096, 2048, 8)):
+        case(f"swiglu_backward {t}x2x{hh}", "swiglu_backward_per_token_cast", sb, mk_bwd(t, hh, k),
+             lambda x, g, w, p, q: Q.swiglu_backward_and_per_token_cast(x, g, w, p, q, 128, True), sums_rtol=1e-5)
 
 
 def main():
@@ -102,7 +109,7 @@ def main():
     ceiling = copy_ceiling()
     rows = []
 
-    def case(title, kernel, variants, make, fn, in_bytes=None, sized=False):
+    def case(title, kernel, variants, make, fn, in_bytes=None, sized=False, sums_rtol=0.0):
         if args.only and args.only not in title:
             return
         if args.defaults:
@@ -124,7 +131,7 @@ def main():
                 continue
             if ref is None:
                 ref = res
-            elif not _same(ref, res):
+            elif not _same(ref, res, sums_rtol):
                 print(f"{title:46s} {label:28s} DIFFERENT RESULTS", flush=True)
                 rows.append({"function": title, "variant": label, "different": True})
                 continue
