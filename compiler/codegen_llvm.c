@@ -718,43 +718,35 @@ static void cg_vload(CG *g, TStmt *s)
     }
 }
 
+/* the e2m1 codes of registers off .. off + 7 as one 32-bit word (element e at bits 4e): f32
+ * registers one code at a time, shifted into place (one shift-or per element instead of byte
+ * assembly); f16 registers two per f16x2 encoding, elements e and e + 4, whose codes land at
+ * bits 4e and 4e + 16 once shifted by 4e */
+static LLVMValueRef e2m1_code_word(CG *g, TBuf *regs, int off)
+{
+    bool half = regs->dt == DT_F16;
+    LLVMValueRef acc = NULL;
+    for (int e = 0; e < (half ? 4 : 8); e++) {
+        LLVMValueRef c = half ? f16x2_to_e2m1_codes(g, f16_pair(g, reg_get(g, regs, off + e), reg_get(g, regs, off + e + 4)))
+                              : f32_to_e2m1_code32(g, reg_get(g, regs, off + e));
+        acc = e == 0 ? c : LLVMBuildOr(g->b, acc, LLVMBuildShl(g->b, c, c32(g, 4 * e), ""), "");
+    }
+    return acc;
+}
+
 static void cg_vstore(CG *g, TStmt *s)
 {
     TBuf *b = s->buf;
     LLVMValueRef lin = linear_index(g, b, s->idx);
     LLVMValueRef p = elem_addr(g, b, lin);
     int n = s->vec;
-    if (b->dt == DT_E2M1 && g->k->sm < 100 && s->regs->dt == DT_F16 && n % 8 == 0) {
-        /* f16 registers: elements e and e + 4 of each group of 8 share one f16x2 encoding, whose
-         * codes land at bits 4e and 4e + 16 of the word once shifted by 4e */
+    if (b->dt == DT_E2M1 && g->k->sm < 100 && (s->regs->dt == DT_F32 || s->regs->dt == DT_F16) && n % 8 == 0) {
+        /* software encoding straight into 32-bit words of eight codes */
         int words = n / 8;
         LLVMTypeRef vt = words == 1 ? g->t_i32 : LLVMVectorType(g->t_i32, (unsigned)words);
         LLVMValueRef v = LLVMGetUndef(vt);
         for (int w = 0; w < words; w++) {
-            LLVMValueRef acc = NULL;
-            for (int e = 0; e < 4; e++) {
-                LLVMValueRef h2 = f16_pair(g, reg_get(g, s->regs, s->roff + 8 * w + e), reg_get(g, s->regs, s->roff + 8 * w + e + 4));
-                LLVMValueRef c = f16x2_to_e2m1_codes(g, h2);
-                acc = e == 0 ? c : LLVMBuildOr(g->b, acc, LLVMBuildShl(g->b, c, c32(g, 4 * e), ""), "");
-            }
-            v = words == 1 ? acc : LLVMBuildInsertElement(g->b, v, acc, c32(g, w), "");
-        }
-        LLVMValueRef st = LLVMBuildStore(g->b, v, p);
-        LLVMSetAlignment(st, (unsigned)(s->align > 1 ? s->align : 1));
-        return;
-    }
-    if (b->dt == DT_E2M1 && g->k->sm < 100 && s->regs->dt == DT_F32 && n % 8 == 0) {
-        /* software encoding: the 4-bit codes (always 0..15) shifted straight into 32-bit words,
-         * which costs one shift-or per element instead of byte assembly */
-        int words = n / 8;
-        LLVMTypeRef vt = words == 1 ? g->t_i32 : LLVMVectorType(g->t_i32, (unsigned)words);
-        LLVMValueRef v = LLVMGetUndef(vt);
-        for (int w = 0; w < words; w++) {
-            LLVMValueRef acc = NULL;
-            for (int e = 0; e < 8; e++) {
-                LLVMValueRef c = f32_to_e2m1_code32(g, reg_get(g, s->regs, s->roff + 8 * w + e));
-                acc = e == 0 ? c : LLVMBuildOr(g->b, acc, LLVMBuildShl(g->b, c, c32(g, 4 * e), ""), "");
-            }
+            LLVMValueRef acc = e2m1_code_word(g, s->regs, s->roff + 8 * w);
             v = words == 1 ? acc : LLVMBuildInsertElement(g->b, v, acc, c32(g, w), "");
         }
         LLVMValueRef st = LLVMBuildStore(g->b, v, p);

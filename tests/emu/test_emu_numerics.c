@@ -291,6 +291,26 @@ static void test_atomics(void)
     eh_free(&k);
 }
 
+/* kernel `name` of `text` compiled for sm_<sm> (host code) and loaded into the emulator; NULL
+ * after a reported failure. *p and *a are to be destroyed by the caller (either may be NULL). */
+static tl_emu_kernel *load_for_sm(const char *name, const char *text, int sm, tilec_program **p, tilec_artifact **a)
+{
+    char path[64], err[512];
+    snprintf(path, sizeof path, "%s.tl", name);
+    *p = NULL;
+    *a = NULL;
+    tilec_program_from_string(path, text, NULL, p);
+    tilec_target t = {sm, 3, 1};
+    if (tilec_compile(*p, name, NULL, 0, &t, a) != TILEC_OK) {
+        EH_CHECK(0, "%s for sm_%d: %s", name, sm, tilec_program_diagnostics(*p));
+        return NULL;
+    }
+    tl_emu_kernel *k = NULL;
+    tl_emu_status st = tl_emu_kernel_load((*a)->object, (*a)->object_size, (*a)->entry, name, &k, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK, "loading %s: %s", name, err);
+    return st == TL_EMU_OK ? k : NULL;
+}
+
 /* FP4: the software encoder codegen writes for sm_90a and the cvt.e2m1x2 instructions of
  * sm_100a must both give the PTX semantics (numerics library), packed even-low */
 static const char *fp4_src = "kernel fp4(x: f32[16, 64], q: e2m1[16, 64], back: f32[16, 64]) grid(1) threads(128)\n"
@@ -306,19 +326,11 @@ static const char *fp4_src = "kernel fp4(x: f32[16, 64], q: e2m1[16, 64], back: 
 
 static void test_fp4(int sm)
 {
-    tilec_program *p = NULL;
-    tilec_program_from_string("fp4.tl", fp4_src, NULL, &p);
-    tilec_target t = {sm, 3, 1};
-    tilec_artifact *a = NULL;
-    if (tilec_compile(p, "fp4", NULL, 0, &t, &a) != TILEC_OK) {
-        EH_CHECK(0, "fp4 for sm_%d: %s", sm, tilec_program_diagnostics(p));
-        tilec_program_destroy(p);
-        return;
-    }
+    tilec_program *p;
+    tilec_artifact *a;
+    tl_emu_kernel *k = load_for_sm("fp4", fp4_src, sm, &p, &a);
     char err[512];
-    tl_emu_kernel *k = NULL;
-    tl_emu_status st = tl_emu_kernel_load(a->object, a->object_size, a->entry, "fp4", &k, err, sizeof err);
-    EH_CHECK(st == TL_EMU_OK, "loading fp4: %s", err);
+    tl_emu_status st = k ? TL_EMU_OK : TL_EMU_ERROR_INVALID;
     static float x[16 * 64], back[16 * 64];
     static uint8_t q[16 * 32];
     uint64_t seed = 31 + (uint64_t)sm;
@@ -379,19 +391,11 @@ static const char *fp4h_src = "kernel fp4h(x: f16[64, 1024], q: e2m1[64, 1024]) 
 
 static void test_fp4_from_f16(int sm)
 {
-    tilec_program *p = NULL;
-    tilec_program_from_string("fp4h.tl", fp4h_src, NULL, &p);
-    tilec_target t = {sm, 3, 1};
-    tilec_artifact *a = NULL;
-    if (tilec_compile(p, "fp4h", NULL, 0, &t, &a) != TILEC_OK) {
-        EH_CHECK(0, "fp4h for sm_%d: %s", sm, tilec_program_diagnostics(p));
-        tilec_program_destroy(p);
-        return;
-    }
+    tilec_program *p;
+    tilec_artifact *a;
+    tl_emu_kernel *k = load_for_sm("fp4h", fp4h_src, sm, &p, &a);
     char err[512];
-    tl_emu_kernel *k = NULL;
-    tl_emu_status st = tl_emu_kernel_load(a->object, a->object_size, a->entry, "fp4h", &k, err, sizeof err);
-    EH_CHECK(st == TL_EMU_OK, "loading fp4h: %s", err);
+    tl_emu_status st = k ? TL_EMU_OK : TL_EMU_ERROR_INVALID;
     static uint16_t x[65536];
     static uint8_t q[32768];
     for (int i = 0; i < 65536; i++)
@@ -437,19 +441,11 @@ static const char *fp4d_src = "kernel fp4d(q: e2m1[16, 256], a: f32[16, 256], b:
 
 static void test_fp4_decode(int sm)
 {
-    tilec_program *p = NULL;
-    tilec_program_from_string("fp4d.tl", fp4d_src, NULL, &p);
-    tilec_target t = {sm, 3, 1};
-    tilec_artifact *art = NULL;
-    if (tilec_compile(p, "fp4d", NULL, 0, &t, &art) != TILEC_OK) {
-        EH_CHECK(0, "fp4d for sm_%d: %s", sm, tilec_program_diagnostics(p));
-        tilec_program_destroy(p);
-        return;
-    }
+    tilec_program *p;
+    tilec_artifact *art;
+    tl_emu_kernel *k = load_for_sm("fp4d", fp4d_src, sm, &p, &art);
     char err[512];
-    tl_emu_kernel *k = NULL;
-    tl_emu_status st = tl_emu_kernel_load(art->object, art->object_size, art->entry, "fp4d", &k, err, sizeof err);
-    EH_CHECK(st == TL_EMU_OK, "loading fp4d: %s", err);
+    tl_emu_status st = k ? TL_EMU_OK : TL_EMU_ERROR_INVALID;
     static uint8_t q[16 * 128];
     static uint32_t a[16 * 256], c[16 * 256];
     static uint16_t h[16 * 256];
