@@ -507,10 +507,6 @@ static TExpr *aligned_at_run_time(Split *X)
     return cond ? tx_bin(k, OP_LAND, cond, c) : c;
 }
 
-/* Emits the copy `c` (source re-evaluated by S) into stage `stage` of D: cp.async pieces as
- * large as the proven alignment allows, and, when a 16-byte alignment of the global tile is
- * merely unknown, a second version for it behind a run-time test (uniform over the block).
- * Returns false if the version that is sure to be taken for some inputs is partly synchronous. */
 /* the split of copy `c` (source re-evaluated by S) into stage `stage`; returns whether the
  * innermost dimension is contiguous on both sides */
 static bool prepare_split(TKernel *k, Split *X, const TStmt *c, Subst *S, TExpr *stage)
@@ -540,6 +536,10 @@ static bool prepare_split(TKernel *k, Split *X, const TStmt *c, Subst *S, TExpr 
     return contiguous;
 }
 
+/* Emits the copy `c` (source re-evaluated by S) into stage `stage` of D: cp.async pieces as
+ * large as the proven alignment allows, and, when a 16-byte alignment of the global tile is
+ * merely unknown, a second version for it behind a run-time test (uniform over the block).
+ * Returns false if the version that is sure to be taken for some inputs is partly synchronous. */
 static bool emit_copy(PL *P, TStmt *out, const TStmt *c, Subst *S, TExpr *stage)
 {
     TKernel *k = P->k;
@@ -586,7 +586,11 @@ static const char *copy_blocker(PL *P, const TStmt *loop, int ci)
         subst(&S, c->dst.start[d]);
     if (!S.why && D->dt == DT_E2M1) {
         /* a copy that falls back to elements would store single e2m1 elements (half bytes),
-         * which nothing can: e2m1 is fetched ahead only when every piece is sure to be async */
+         * which nothing can: e2m1 is fetched ahead only when every piece is sure to be async,
+         * and only from rows of an even length, so that a row's last byte holds no element of
+         * the next row or past the end (it would land where the copy must put zeros) */
+        if (tir_known_div(k, c->src.buf->gdim[c->src.src_dim[c->src.rank - 1]]) % 2)
+            return "e2m1 pairs share bytes, and this copy is not sure to move whole aligned 4-byte pieces";
         Split X;
         bool all;
         int64_t smallest;
