@@ -19,7 +19,8 @@ Cases:
             emulator's model of NaN encodings rather than at a kernel.
   probes    tests/gpu/emu_probe.tl: arithmetic on special values, min/max of signed zeros, exp /
             exp2 / rsqrt (the MUFU tables built into the library), f32 <-> f64 NaNs, atomic adds
-            of subnormals, f64 arithmetic and conversions of NaNs. Informational: each line says
+            of subnormals, f64 arithmetic and conversions of NaNs, the FP4 encoder on every f16
+            and decoder on every byte (probe_fp4, not yet run on a GPU). Informational: each line says
             which detail differs. The run of 2026-11-30 is kept in tests/gpu/recorded/ and
             the emulator now matches it; probe_f64 and probe_f64_order were recorded in later runs (tests/gpu/recorded/
             h200-2026-11-30-f64).
@@ -40,7 +41,8 @@ import time
 DT = {n: i for i, n in enumerate(
     "bool i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64 e4m3 e5m2 e2m1 ue8m0".split())}
 ESIZE = {"bool": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "u8": 1, "u16": 2, "u32": 4, "u64": 8,
-         "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "e4m3": 1, "e5m2": 1, "ue8m0": 1}
+         "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "e4m3": 1, "e5m2": 1, "ue8m0": 1,
+         "e2m1": 1}  # e2m1: two elements per byte (T counts bytes; outputs are compared byte by byte)
 RT_CPU, RT_NO_DISK_CACHE, RT_QUIET = 4, 1, 2
 ARG_TENSOR, ARG_SCALAR, ARG_ABSENT = 1, 2, 3
 
@@ -181,7 +183,7 @@ class T:
                 s *= shape[d]
         self.strides = list(strides)
         span = 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides)) if all(self.shape) else 0
-        self.nbytes = span * ESIZE[dtype]
+        self.nbytes = (span + 1) // 2 if dtype == "e2m1" else span * ESIZE[dtype]
         if data is None:
             data = bytearray([0xEE]) * self.nbytes  # outputs: a sentinel both devices start from
         assert len(data) == self.nbytes, (dtype, shape, len(data), self.nbytes)
@@ -427,6 +429,13 @@ def probe_cases(rng):
                  T("f64", [len(b64)], bytearray(struct.pack("<%dQ" % len(b64), *b64))),
                  T("f64", [len(a64)], bytearray(struct.pack("<%dd" % len(a64), *([2.0] * len(a64))))),
                  T("f64", [len(a64), 5], out=True)]))
+    # every f16 pattern once (256 rows of 256), every byte value of e2m1 pairs 128 times
+    h = bytearray(struct.pack("<65536H", *range(65536)))
+    c = bytearray((i * 7) & 0xFF for i in range(256 * 128))
+    out.append(("probes", "probe_fp4 (f16 -> e2m1 of every f16, e2m1 -> f32 / f16 of every byte)", "probe",
+                "probe_fp4", [],
+                [T("f16", [256, 256], h), T("e2m1", [256, 256], out=True), T("e2m1", [256, 256], c),
+                 T("f32", [256, 256], out=True), T("f16", [256, 256], out=True)]))
     return out
 
 
