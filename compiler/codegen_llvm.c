@@ -182,18 +182,11 @@ static LLVMValueRef f32_to_e2m1_code32(CG *g, LLVMValueRef x)
     return LLVMBuildOr(b, code, sign, "");
 }
 
-/* the f16x2 of two f16 values; two roundings of f32 values become one vector rounding
- * (cvt.rn.f16x2.f32, one instruction for both) */
+/* the f16x2 of two f16 values (where they are roundings of f32 values, pair_roundings.c makes
+ * them one cvt.rn.f16x2.f32 after optimisation) */
 static LLVMValueRef f16_pair(CG *g, LLVMValueRef lo, LLVMValueRef hi)
 {
     LLVMTypeRef v2h = LLVMVectorType(g->t_f16, 2);
-    if (LLVMIsAFPTruncInst(lo) && LLVMIsAFPTruncInst(hi) && LLVMTypeOf(LLVMGetOperand(lo, 0)) == g->t_f32 &&
-        LLVMTypeOf(LLVMGetOperand(hi, 0)) == g->t_f32) {
-        LLVMTypeRef v2f = LLVMVectorType(g->t_f32, 2);
-        LLVMValueRef f2 = LLVMBuildInsertElement(g->b, LLVMGetUndef(v2f), LLVMGetOperand(lo, 0), c32(g, 0), "");
-        f2 = LLVMBuildInsertElement(g->b, f2, LLVMGetOperand(hi, 0), c32(g, 1), "");
-        return LLVMBuildFPTrunc(g->b, f2, v2h, "");
-    }
     LLVMValueRef h2 = LLVMBuildInsertElement(g->b, LLVMGetUndef(v2h), lo, c32(g, 0), "");
     return LLVMBuildInsertElement(g->b, h2, hi, c32(g, 1), "");
 }

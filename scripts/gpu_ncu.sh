@@ -11,11 +11,13 @@ for arg in "$@"; do
     > "$OUT/ncu_$what.csv" 2> "$OUT/ncu_$what.err"
   echo "== $what ($kern): exit $?"
   python3 - "$OUT/ncu_$what.csv" <<'PY'
-import csv, sys
+import csv, io, sys
 want = ("Duration", "Memory Throughput", "DRAM Throughput", "Compute (SM) Throughput", "Registers Per Thread",
         "Achieved Occupancy", "Theoretical Occupancy", "Block Limit Registers", "Block Limit Shared Mem",
         "Warp Cycles Per Issued Instruction")
-for row in csv.DictReader(open(sys.argv[1])):
+lines = open(sys.argv[1]).read().splitlines()
+head = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), len(lines))  # ncu's ==PROF== lines first
+for row in csv.DictReader(io.StringIO("\n".join(lines[head:]))):
     if row.get("Metric Name") in want:
         print(f"  {row['Kernel Name'][:40]:40s} {row['Metric Name']:36s} {row['Metric Value']} {row['Metric Unit']}")
 PY
