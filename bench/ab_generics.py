@@ -8,6 +8,7 @@ of bytes (half read, half written): the copy ceiling at that size, beside the 1 
 Usage: python bench/ab_generics.py [--only SUBSTRING] [--json FILE] [--defaults]
 """
 import argparse
+import importlib
 import os
 import sys
 
@@ -28,8 +29,21 @@ _EXTRA = {}
 _orig_kernel = _runtime.kernel
 
 
+def _set_module_attrs(var):
+    """Variant keys with a dot ("tilec.quant.swiglu.USE_SILU_TABLE") set that module attribute for
+    the variant; returns the old values, for restoring."""
+    old = {}
+    for key, val in var.items():
+        if "." in key:
+            mod, attr = key.rsplit(".", 1)
+            m = importlib.import_module(mod)
+            old[key] = getattr(m, attr)
+            setattr(m, attr, val)
+    return old
+
+
 def _patched_kernel(name, gens):
-    extra = _EXTRA.get(name)
+    extra = {k: v for k, v in _EXTRA.get(name, {}).items() if "." not in k}
     if extra:
         d = dict(g.split("=", 1) for g in gens)
         d.update(extra)
@@ -76,12 +90,12 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 12, thirteenth device call): the SwiGLU backward's tiles,
-    threads and residency, its f32 weight gradient (sums of atomics whose order follows the
-    tiling) compared to within 1e-5 of its largest magnitude, every other output byte for byte
-    (run 12 compared it element by element to a relative 1e-5: sums near zero failed that). The cases of earlier
-    calls are in this file's history (session 12 runs 1-12; session 11: commit 046ab63 and before);
-    every run's log is in bench/results/."""
+    """The cases of the latest run (session 13, tenth device call): the three SwiGLU kernels as
+    shipped (load copies from FP8 no longer merged, per-channel SwiGLU one tile per block).
+    Every output compared byte for byte, except the SwiGLU backward's f32 weight gradient (to 1e-5
+    of its largest magnitude: sums of atomics). The cases of earlier calls are in this file's
+    history (session 13 calls 1-7: commit 586148e's parent and the session's log); every run's log
+    is in bench/results/."""
     def mk_bwd(t, hh, k):
         def mk():
             xq = tilec.torch.cast(torch.randn((t, 2 * hh), device="cuda"), "e4m3", (1, 128))
@@ -91,11 +105,13 @@ def cases(case, randn, PK):
             return (xq, torch.randn((t, hh), device="cuda").bfloat16(), torch.rand((t // k, k), device="cuda"), ptt,
                     ttp.view(t // k, k))
         return mk
-    sb = [{}, dict(BPS=5), dict(BM=2, VEC=8), dict(BM=2, VEC=8, BPS=6), dict(BM=2, VEC=8, BPS=8),
-          dict(BM=4, VEC=8, NTH=256), dict(BM=4, VEC=8, NTH=256, BPS=3), dict(BM=4, VEC=8, NTH=256, BPS=4),
-          dict(BM=1, VEC=4), dict(BM=1, VEC=4, BPS=8), dict(BM=2, VEC=16, NTH=64)]
+    for t, hh in ((16384, 3584), (8192, 2048)):
+        case(f"swiglu_fwd_per_token {t}x2x{hh}", "swiglu_per_token_cast", [{}], randn(t, 2 * hh),
+             lambda x: Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, **PK))
+        case(f"swiglu_fwd_per_channel_transpose {t}x2x{hh}", "per_channel_cast_transpose", [{}], randn(t, 2 * hh),
+             lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
     for t, hh, k in ((8192, 3584, 4), (4096, 2048, 8)):
-        case(f"swiglu_backward {t}x2x{hh}", "swiglu_backward_per_token_cast", sb, mk_bwd(t, hh, k),
+        case(f"swiglu_backward {t}x2x{hh}", "swiglu_backward_per_token_cast", [{}], mk_bwd(t, hh, k),
              lambda x, g, w, p, q: Q.swiglu_backward_and_per_token_cast(x, g, w, p, q, 128, True), sums_rtol=1e-5)
 
 
@@ -122,21 +138,25 @@ def main():
             _EXTRA[kernel] = var
             M._kernels.clear()
             tilec.transpose._kernels.clear()
-            label = " ".join(f"{k}={v}" for k, v in var.items()) or "default"
+            label = " ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in var.items()) or "default"
+            saved = _set_module_attrs(var)
             try:
                 res = fn(*sample)
                 torch.cuda.synchronize()
             except Exception as e:  # a variant that does not compile or launch is reported
                 print(f"{title:46s} {label:28s} failed: {type(e).__name__}: {str(e)[:200]}", flush=True)
+                _set_module_attrs(saved)
                 continue
             if ref is None:
                 ref = res
             elif not _same(ref, res, sums_rtol):
                 print(f"{title:46s} {label:28s} DIFFERENT RESULTS", flush=True)
                 rows.append({"function": title, "variant": label, "different": True})
+                _set_module_attrs(saved)
                 continue
             nbytes = (in_bytes(sample) if in_bytes else count_bytes(list(sample))) + count_bytes(_flat(res))
             t = time_fn(fn, inputs)
+            _set_module_attrs(saved)
             gbs = nbytes / t / 1e6
             rows.append({"function": title, "variant": label, "bytes": nbytes, "us": t * 1e3, "GB/s": gbs,
                          "ceiling_frac": gbs / ceiling})

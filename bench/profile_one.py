@@ -4,7 +4,12 @@ made and the function warmed up first; the profiled call is the last one.
 
 WHAT: swiglu_backward (8192 x 2 x 3584, 4 slots per token), per_block_cast_lossless (16384 x 7168),
 mask_indices_by_tp (4001 x 8 int64; tilec's kernel and torch.compile's, each called last),
-per_token_cast_e2m1, per_block_cast_e2m1, cast_back_e2m1 (16384 x 7168, packed UE8M0 scales)."""
+per_token_cast_e2m1, per_block_cast_e2m1, cast_back_e2m1 (16384 x 7168, packed UE8M0 scales),
+swiglu_forward (16384 x 2 x 3584, n = 128, packed scales), swiglu_per_channel (the same x, per-channel
+cast with transposed output).
+
+PROFILE_GENERICS="KERNEL:NAME=VALUE,NAME=VALUE" adds generic values to KERNEL's specialisation
+(as bench/ab_generics.py does), to profile a variant."""
 import os
 import sys
 
@@ -15,6 +20,19 @@ import torch  # noqa: E402
 
 import tilec  # noqa: E402
 import tilec.torch as R  # noqa: E402
+from tilec import _runtime  # noqa: E402
+
+if os.environ.get("PROFILE_GENERICS"):
+    _kname, _extra = os.environ["PROFILE_GENERICS"].split(":", 1)
+    _orig = _runtime.kernel
+
+    def _patched(name, gens):
+        if name == _kname:
+            d = dict(g.split("=", 1) for g in gens)
+            d.update(e.split("=", 1) for e in _extra.split(","))
+            gens = tuple(f"{k}={v}" for k, v in d.items())
+        return _orig(name, gens)
+    _runtime.kernel = _patched
 
 Q = tilec.quant
 PK = dict(use_tma_aligned_col_major_sf=True, round_sf=True, use_packed_ue8m0=True)
@@ -29,6 +47,16 @@ def swiglu_backward():
     args = (xq, torch.randn((n, hh), device="cuda").bfloat16(), torch.rand((n // k, k), device="cuda"), ptt,
             ttp.view(n // k, k))
     return lambda: Q.swiglu_backward_and_per_token_cast(*args, 128, True)
+
+
+def swiglu_forward():
+    x = torch.randn((16384, 7168), device="cuda").bfloat16()
+    return lambda: Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, **PK)
+
+
+def swiglu_per_channel():
+    x = torch.randn((16384, 7168), device="cuda").bfloat16()
+    return lambda: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True)
 
 
 def per_block_cast_lossless():
@@ -62,7 +90,7 @@ def mask_indices_by_tp():
 
 
 if __name__ == "__main__":
-    fn = {"swiglu_backward": swiglu_backward, "per_block_cast_lossless": per_block_cast_lossless,
+    fn = {"swiglu_backward": swiglu_backward, "swiglu_forward": swiglu_forward, "swiglu_per_channel": swiglu_per_channel, "per_block_cast_lossless": per_block_cast_lossless,
           "mask_indices_by_tp": mask_indices_by_tp, "per_token_cast_e2m1": per_token_cast_e2m1,
           "per_block_cast_e2m1": per_block_cast_e2m1, "cast_back_e2m1": cast_back_e2m1}[sys.argv[1]]()
     for _ in range(3):
