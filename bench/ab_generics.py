@@ -90,8 +90,9 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 13, tenth device call): the three SwiGLU kernels as
-    shipped (load copies from FP8 no longer merged, per-channel SwiGLU one tile per block).
+    """The cases of the latest run (session 13, twelfth device call): the SwiGLU forward with
+    silu() and other register caps (blocks_per_sm), with clamp counting too; the backward's
+    residencies with silu()/sigmoid().
     Every output compared byte for byte, except the SwiGLU backward's f32 weight gradient (to 1e-5
     of its largest magnitude: sums of atomics). The cases of earlier calls are in this file's
     history (session 13 calls 1-7: commit 586148e's parent and the session's log); every run's log
@@ -105,13 +106,20 @@ def cases(case, randn, PK):
             return (xq, torch.randn((t, hh), device="cuda").bfloat16(), torch.rand((t // k, k), device="cuda"), ptt,
                     ttp.view(t // k, k))
         return mk
+    fw = [{}, dict(BPS=11), dict(BPS=12), dict(BPS=0)]
     for t, hh in ((16384, 3584), (8192, 2048)):
-        case(f"swiglu_fwd_per_token {t}x2x{hh}", "swiglu_per_token_cast", [{}], randn(t, 2 * hh),
+        case(f"swiglu_fwd_per_token {t}x2x{hh}", "swiglu_per_token_cast", fw, randn(t, 2 * hh),
              lambda x: Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, **PK))
-        case(f"swiglu_fwd_per_channel_transpose {t}x2x{hh}", "per_channel_cast_transpose", [{}], randn(t, 2 * hh),
-             lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
+
+    def fwd_count(x):
+        cnt = torch.zeros(3, dtype=torch.int64, device="cuda")
+        out = Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, **PK, swiglu_clamp_value=1.0, clamped_count=cnt)
+        return out, cnt
+    case("swiglu_fwd_per_token clamp+count 16384x2x3584", "swiglu_per_token_cast",
+         [{}, dict(BPS=0), dict(BPS=8), dict(BPS=10)], randn(16384, 7168), fwd_count)
+    sb = [{}]
     for t, hh, k in ((8192, 3584, 4), (4096, 2048, 8)):
-        case(f"swiglu_backward {t}x2x{hh}", "swiglu_backward_per_token_cast", [{}], mk_bwd(t, hh, k),
+        case(f"swiglu_backward {t}x2x{hh}", "swiglu_backward_per_token_cast", sb, mk_bwd(t, hh, k),
              lambda x, g, w, p, q: Q.swiglu_backward_and_per_token_cast(x, g, w, p, q, 128, True), sums_rtol=1e-5)
 
 
