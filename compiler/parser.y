@@ -165,12 +165,15 @@ kernel_item
           $$->launch = $7; $$->body = $8; }
     ;
 
-/* specialize = "specialize" ident "<" spec_arg { "," spec_arg } ">" ";" ;
-   spec_arg = ident "=" ( gexpr | "(" gexpr { "," gexpr } ")" ) ; */
+/* specialize = "specialize" ident [ "<" spec_arg { "," spec_arg } ">" ] ";" ;
+   spec_arg = ident "=" ( gexpr | "(" gexpr { "," gexpr } ")" ) ;
+   without a list: the one instance of every default (a kernel without generics: its only one) */
 spec_item
     : SPECIALIZE IDENT '<' spec_args '>' ';'
         { $$ = ast_item(A(ctx), IT_SPECIALIZE, @$); $$->name.s = $2; $$->name.loc = @2;
           $$->sargs = $4.v; $$->nsargs = $4.n; }
+    | SPECIALIZE IDENT ';'
+        { $$ = ast_item(A(ctx), IT_SPECIALIZE, @$); $$->name.s = $2; $$->name.loc = @2; }
     ;
 spec_args
     : spec_arg                  { $$.v = NULL; $$.n = 0;
