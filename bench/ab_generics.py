@@ -14,19 +14,17 @@ import sys
 
 _here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _here)
-from bench_gpu import copy_ceiling, rotated, time_fn, write_results  # noqa: E402
+from bench_gpu import copy_ceiling, patch_kernel_generics, rotated, time_fn, write_results  # noqa: E402
 
 import torch  # noqa: E402
 
 import tilec  # noqa: E402
-from tilec import _runtime  # noqa: E402
 import tilec.torch  # noqa: E402,F401
 from tilec.testing import count_bytes  # noqa: E402
 
 Q = tilec.quant
 M = tilec.moe
 _EXTRA = {}
-_orig_kernel = _runtime.kernel
 
 
 def _set_module_attrs(var):
@@ -42,16 +40,7 @@ def _set_module_attrs(var):
     return old
 
 
-def _patched_kernel(name, gens):
-    extra = {k: v for k, v in _EXTRA.get(name, {}).items() if "." not in k}
-    if extra:
-        d = dict(g.split("=", 1) for g in gens)
-        d.update(extra)
-        gens = tuple(f"{k}={v}" for k, v in d.items())
-    return _orig_kernel(name, gens)
-
-
-_runtime.kernel = _patched_kernel
+patch_kernel_generics(_EXTRA)
 
 
 def _flat(res):

@@ -25,9 +25,27 @@ for _name in ("recompile_limit", "cache_size_limit"):
         setattr(torch._dynamo.config, _name, 256)
 
 import tilec  # noqa: E402
+from tilec import _runtime  # noqa: E402
 from tilec.testing import count_bytes  # noqa: E402
 
 L2_BYTES = 60 << 20
+
+
+def patch_kernel_generics(table):
+    """Wraps tilec._runtime.kernel so that a kernel named in `table` (name -> {generic: value},
+    read at each call, so the caller may change it between calls) gets those generic values added
+    to or replacing its wrapper's; keys with a dot are not generics and are skipped. For A/B runs
+    and profiles of configurations (bench/ab_generics.py, bench/profile_one.py)."""
+    orig = _runtime.kernel
+
+    def patched(name, gens):
+        extra = {k: v for k, v in table.get(name, {}).items() if "." not in k}
+        if extra:
+            d = dict(g.split("=", 1) for g in gens)
+            d.update(extra)
+            gens = tuple(f"{k}={v}" for k, v in d.items())
+        return orig(name, gens)
+    _runtime.kernel = patched
 
 
 def time_fn(fn, inputs, iters=50, warmup=5):

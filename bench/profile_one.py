@@ -20,19 +20,13 @@ import torch  # noqa: E402
 
 import tilec  # noqa: E402
 import tilec.torch as R  # noqa: E402
-from tilec import _runtime  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_gpu import patch_kernel_generics  # noqa: E402
 
 if os.environ.get("PROFILE_GENERICS"):
     _kname, _extra = os.environ["PROFILE_GENERICS"].split(":", 1)
-    _orig = _runtime.kernel
-
-    def _patched(name, gens):
-        if name == _kname:
-            d = dict(g.split("=", 1) for g in gens)
-            d.update(e.split("=", 1) for e in _extra.split(","))
-            gens = tuple(f"{k}={v}" for k, v in d.items())
-        return _orig(name, gens)
-    _runtime.kernel = _patched
+    patch_kernel_generics({_kname: dict(e.split("=", 1) for e in _extra.split(","))})
 
 Q = tilec.quant
 PK = dict(use_tma_aligned_col_major_sf=True, round_sf=True, use_packed_ue8m0=True)
@@ -90,7 +84,8 @@ def mask_indices_by_tp():
 
 
 if __name__ == "__main__":
-    fn = {"swiglu_backward": swiglu_backward, "swiglu_forward": swiglu_forward, "swiglu_per_channel": swiglu_per_channel, "per_block_cast_lossless": per_block_cast_lossless,
+    fn = {"swiglu_backward": swiglu_backward, "swiglu_forward": swiglu_forward, "swiglu_per_channel": swiglu_per_channel,
+          "per_block_cast_lossless": per_block_cast_lossless,
           "mask_indices_by_tp": mask_indices_by_tp, "per_token_cast_e2m1": per_token_cast_e2m1,
           "per_block_cast_e2m1": per_block_cast_e2m1, "cast_back_e2m1": cast_back_e2m1}[sys.argv[1]]()
     for _ in range(3):

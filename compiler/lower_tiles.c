@@ -427,7 +427,8 @@ static TStmt *lower_copy_body(LT *L, TStmt *s)
 }
 
 /* A copy's versions: the check-free one and the condition under which it applies (NULL: it
- * always does, and `*edge` is NULL), and the version for the other tiles. */
+ * always does, and `*edge` is NULL), and, unless `edge` is NULL, the version for the other
+ * tiles. */
 static void lower_copy_versions(LT *L, TStmt *s, TExpr **cond, TStmt **fast, TStmt **edge)
 {
     L->mode = COPY_FAST;
@@ -435,7 +436,8 @@ static void lower_copy_versions(LT *L, TStmt *s, TExpr **cond, TStmt **fast, TSt
     L->all_whole = true;
     *fast = lower_copy_body(L, s);
     *cond = L->all_in;
-    *edge = NULL;
+    if (edge)
+        *edge = NULL;
     if (!*cond)
         return;
     /* Tiles wholly inside take the check-free path, the others the edge version (measured on an
@@ -445,7 +447,7 @@ static void lower_copy_versions(LT *L, TStmt *s, TExpr **cond, TStmt **fast, TSt
     if (s->no_split && L->all_whole) {
         *fast = lower_copy_body(L, s);
         *cond = NULL;
-    } else {
+    } else if (edge) {
         *edge = lower_copy_body(L, s);
     }
     L->mode = COPY_FAST;
@@ -488,8 +490,8 @@ static TStmt *lower_load_copies(LT *L, TStmt **c, int n)
     int nsplit = 0;
     for (int m = 0; m < n; m++) {
         TExpr *cond;
-        TStmt *fast, *edge;
-        lower_copy_versions(L, c[m], &cond, &fast, &edge);
+        TStmt *fast;
+        lower_copy_versions(L, c[m], &cond, &fast, NULL);
         ts_push(k, together, fast);
         if (cond) {
             all = all ? tx_bin(k, OP_LAND, all, cond) : cond;

@@ -311,6 +311,36 @@ static tl_emu_kernel *load_for_sm(const char *name, const char *text, int sm, ti
     return st == TL_EMU_OK ? k : NULL;
 }
 
+/* One block of 128 threads over kernel `name`'s n row-major rows x cols tensors (the arguments'
+ * data in ptrs, in order); false, with the failure reported, if the launch fails */
+static bool launch_tiles(tl_emu_kernel *k, const char *name, int sm, void **ptrs, int n, int32_t rows, int32_t cols,
+                         int racecheck)
+{
+    char err[512] = "";
+    int64_t s0 = cols, s1 = 1;
+    void *params[5 * 4];
+    for (int i = 0; i < n; i++) {
+        void **a = params + 5 * i;
+        a[0] = &ptrs[i];
+        a[1] = &rows;
+        a[2] = &cols;
+        a[3] = &s0;
+        a[4] = &s1;
+    }
+    tl_emu_launch_config cfg = {{1, 1, 1}, 128, 0, 0};
+    tl_emu_options o = {.workers = 1, .racecheck = racecheck};
+    tl_emu_status st = k ? tl_emu_launch(k, params, &cfg, &o, err, sizeof err) : TL_EMU_ERROR_INVALID;
+    EH_CHECK(st == TL_EMU_OK, "%s sm_%d: %s", name, sm, err);
+    return st == TL_EMU_OK;
+}
+
+static void unload(tl_emu_kernel *k, tilec_artifact *a, tilec_program *p)
+{
+    tl_emu_kernel_free(k);
+    tilec_artifact_destroy(a);
+    tilec_program_destroy(p);
+}
+
 /* FP4: the software encoder codegen writes for sm_90a and the cvt.e2m1x2 instructions of
  * sm_100a must both give the PTX semantics (numerics library), packed even-low */
 static const char *fp4_src = "kernel fp4(x: f32[16, 64], q: e2m1[16, 64], back: f32[16, 64]) grid(1) threads(128)\n"
@@ -329,8 +359,6 @@ static void test_fp4(int sm)
     tilec_program *p;
     tilec_artifact *a;
     tl_emu_kernel *k = load_for_sm("fp4", fp4_src, sm, &p, &a);
-    char err[512];
-    tl_emu_status st = k ? TL_EMU_OK : TL_EMU_ERROR_INVALID;
     static float x[16 * 64], back[16 * 64];
     static uint8_t q[16 * 32];
     uint64_t seed = 31 + (uint64_t)sm;
@@ -352,25 +380,16 @@ static void test_fp4(int sm)
         }
     while (n < 16 * 64)
         x[n++] = eh_randn(&seed) * 3.0f;
-    void *px = x, *pq = q, *pb = back;
-    int32_t r = 16, c = 64;
-    int64_t s0 = 64, s1 = 1;
-    void *params[15] = {&px, &r, &c, &s0, &s1, &pq, &r, &c, &s0, &s1, &pb, &r, &c, &s0, &s1};
-    tl_emu_launch_config cfg = {{1, 1, 1}, 128, 0, 0};
-    tl_emu_options o = {.workers = 1, .racecheck = 1};
-    if (st == TL_EMU_OK)
-        st = tl_emu_launch(k, params, &cfg, &o, err, sizeof err);
-    EH_CHECK(st == TL_EMU_OK, "fp4 sm_%d: %s", sm, err);
-    for (int i = 0; i < 16 * 64 && st == TL_EMU_OK; i += 2) {
+    void *ptrs[3] = {x, q, back};
+    bool ok = launch_tiles(k, "fp4", sm, ptrs, 3, 16, 64, 1);
+    for (int i = 0; i < 16 * 64 && ok; i += 2) {
         uint8_t lo = tl_num_f32_to_e2m1(tl_num_bits(x[i])), hi = tl_num_f32_to_e2m1(tl_num_bits(x[i + 1]));
         EH_CHECK(q[i / 2] == tl_num_e2m1_pack(lo, hi), "sm_%d e2m1 of %a, %a: 0x%02x, want 0x%02x", sm, x[i], x[i + 1],
                  q[i / 2], tl_num_e2m1_pack(lo, hi));
         EH_CHECK(tl_num_bits(back[i]) == tl_num_e2m1_to_f32(lo) && tl_num_bits(back[i + 1]) == tl_num_e2m1_to_f32(hi),
                  "sm_%d e2m1 decode at %d", sm, i);
     }
-    tl_emu_kernel_free(k);
-    tilec_artifact_destroy(a);
-    tilec_program_destroy(p);
+    unload(k, a, p);
 }
 
 /* FP4 from f16 registers: the f16x2 encoder codegen writes for sm_90a (and sm_100a's widening to
@@ -394,32 +413,21 @@ static void test_fp4_from_f16(int sm)
     tilec_program *p;
     tilec_artifact *a;
     tl_emu_kernel *k = load_for_sm("fp4h", fp4h_src, sm, &p, &a);
-    char err[512];
-    tl_emu_status st = k ? TL_EMU_OK : TL_EMU_ERROR_INVALID;
     static uint16_t x[65536];
     static uint8_t q[32768];
     for (int i = 0; i < 65536; i++)
         x[i] = (uint16_t)(i * 40503u);   /* every value once, neighbours far apart */
-    void *px = x, *pq = q;
-    int32_t r = 64, c = 1024;
-    int64_t s0 = 1024, s1 = 1;
-    void *params[10] = {&px, &r, &c, &s0, &s1, &pq, &r, &c, &s0, &s1};
-    tl_emu_launch_config cfg = {{1, 1, 1}, 128, 0, 0};
-    tl_emu_options o = {.workers = 1};
-    if (st == TL_EMU_OK)
-        st = tl_emu_launch(k, params, &cfg, &o, err, sizeof err);
-    EH_CHECK(st == TL_EMU_OK, "fp4h sm_%d: %s", sm, err);
+    void *ptrs[2] = {x, q};
+    bool ok = launch_tiles(k, "fp4h", sm, ptrs, 2, 64, 1024, 0);
     int bad = 0;
-    for (int i = 0; i < 65536 && st == TL_EMU_OK; i += 2) {
+    for (int i = 0; i < 65536 && ok; i += 2) {
         uint8_t lo = tl_num_f32_to_e2m1(tl_num_f16_to_f32(x[i])), hi = tl_num_f32_to_e2m1(tl_num_f16_to_f32(x[i + 1]));
         if (q[i / 2] != tl_num_e2m1_pack(lo, hi) && bad++ < 4)
             EH_CHECK(0, "sm_%d e2m1 of f16 0x%04x, 0x%04x: 0x%02x, want 0x%02x", sm, x[i], x[i + 1], q[i / 2],
                      tl_num_e2m1_pack(lo, hi));
     }
     EH_CHECK(bad == 0, "sm_%d: %d of 32768 e2m1 pairs from f16 differ", sm, bad);
-    tl_emu_kernel_free(k);
-    tilec_artifact_destroy(a);
-    tilec_program_destroy(p);
+    unload(k, a, p);
 }
 
 /* FP4 decoding: every byte value (two codes), through the byte-permute path that whole 32-bit
@@ -444,25 +452,15 @@ static void test_fp4_decode(int sm)
     tilec_program *p;
     tilec_artifact *art;
     tl_emu_kernel *k = load_for_sm("fp4d", fp4d_src, sm, &p, &art);
-    char err[512];
-    tl_emu_status st = k ? TL_EMU_OK : TL_EMU_ERROR_INVALID;
     static uint8_t q[16 * 128];
     static uint32_t a[16 * 256], c[16 * 256];
     static uint16_t h[16 * 256];
     for (int i = 0; i < 16 * 128; i++)
         q[i] = (uint8_t)(i * 7);   /* every byte value 8 times, neighbours different */
-    void *pq = q, *pa = a, *pb = h, *pc = c;
-    int32_t r = 16, cols = 256;
-    int64_t s0 = 256, s1 = 1;
-    void *params[20] = {&pq, &r, &cols, &s0, &s1, &pa, &r, &cols, &s0, &s1,
-                        &pb, &r, &cols, &s0, &s1, &pc, &r, &cols, &s0, &s1};
-    tl_emu_launch_config cfg = {{1, 1, 1}, 128, 0, 0};
-    tl_emu_options o = {.workers = 1};
-    if (st == TL_EMU_OK)
-        st = tl_emu_launch(k, params, &cfg, &o, err, sizeof err);
-    EH_CHECK(st == TL_EMU_OK, "fp4d sm_%d: %s", sm, err);
+    void *ptrs[4] = {q, a, h, c};
+    bool ok = launch_tiles(k, "fp4d", sm, ptrs, 4, 16, 256, 0);
     int bad = 0;
-    for (int i = 0; i < 16 * 256 && st == TL_EMU_OK; i++) {
+    for (int i = 0; i < 16 * 256 && ok; i++) {
         uint8_t code = (uint8_t)(i % 2 ? q[i / 2] >> 4 : q[i / 2] & 0xF);
         uint32_t want = tl_num_e2m1_to_f32(code);
         uint16_t want16 = tl_num_e2m1_to_f16(code);
@@ -471,9 +469,7 @@ static void test_fp4_decode(int sm)
                      "want 0x%08x / 0x%04x", sm, code, i, a[i], h[i], c[i], want, want16);
     }
     EH_CHECK(bad == 0, "sm_%d: %d of 4096 decoded e2m1 elements differ", sm, bad);
-    tl_emu_kernel_free(k);
-    tilec_artifact_destroy(art);
-    tilec_program_destroy(p);
+    unload(k, art, p);
 }
 
 int main(void)
