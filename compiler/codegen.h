@@ -15,9 +15,12 @@ char *cg_emit_ptx(TKernel *k, LLVMModuleRef m, int opt_level, size_t *size);
 /* Optimises and returns the LLVM IR text (malloc'd), for --stage=llvm. */
 char *cg_emit_llvm_text(TKernel *k, LLVMModuleRef m, int opt_level);
 
-/* pair_roundings.c: after optimisation, an f16x2 built from two f32 -> f16 roundings becomes one
- * rounding of the f32 pair (cvt.rn.f16x2.f32). */
-void cg_pair_f16_roundings(LLVMModuleRef m);
+/* pair_roundings.c: after optimisation, two f32 -> f16 / bf16 roundings of one block (first those
+ * that build a 16-bit pair) become one rounding of the f32 pair (cvt.rn.f16x2.f32, cvt.rn.bf16x2.f32). */
+void cg_pair_roundings(LLVMModuleRef m);
+/* widen_bf16.c: after optimisation, a bf16 vector element widened to f32 becomes a shift or a mask
+ * of the 32-bit word holding it. */
+void cg_widen_bf16(LLVMModuleRef m);
 
 /* codegen_mma.c: the TI_* target instructions of tir.h (tensor cores, ldmatrix, cp.async). */
 typedef struct CgxEnv {

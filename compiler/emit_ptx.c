@@ -72,7 +72,15 @@ static bool optimise(TKernel *k, LLVMModuleRef m, LLVMTargetMachineRef tm, int o
         LLVMDisposeErrorMessage(em);
         return false;
     }
-    cg_pair_f16_roundings(m);
+    cg_pair_roundings(m);
+    cg_widen_bf16(m);
+    /* the peepholes move and replaces instructions: check that it kept the module valid */
+    if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
+        diag_ice(k->diag, "codegen", "invalid LLVM IR after the peepholes for %s: %s", k->key, msg ? msg : "?");
+        LLVMDisposeMessage(msg);
+        return false;
+    }
+    LLVMDisposeMessage(msg);
     return true;
 }
 
