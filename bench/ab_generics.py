@@ -79,33 +79,21 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 14, seventh device call): after the compiler's bf16
-    widening by integer arithmetic, paired bf16 round trips and two-step exchanges in reductions
-    across warps, the register caps and tile walks of the SwiGLU kernels again. Every output
-    compared byte for byte, except the SwiGLU backward's f32 weight gradient (to 1e-5 of its
-    largest magnitude: sums of atomics). The cases of earlier calls are in this file's history;
-    every run's log is in bench/results/."""
-    def mk_bwd(t, hh, k):
-        def mk():
-            xq = tilec.torch.cast(torch.randn((t, 2 * hh), device="cuda"), "e4m3", (1, 128))
-            ptt = torch.randperm(t, device="cuda").int()
-            ttp = torch.empty(t, dtype=torch.int32, device="cuda")
-            ttp[ptt.long()] = torch.arange(t, dtype=torch.int32, device="cuda")
-            return (xq, torch.randn((t, hh), device="cuda").bfloat16(), torch.rand((t // k, k), device="cuda"), ptt,
-                    ttp.view(t // k, k))
-        return mk
-    pc = [{}, dict(BPS=0, STAGES=2, WAVES=2), dict(BPS=2), dict(BPS=4), dict(BPS=0, STAGES=2, WAVES=1)]
-    for t, hh in ((16384, 3584), (8192, 2048)):
-        case(f"swiglu_per_channel {t}x2x{hh}", "per_channel_cast_transpose", pc, randn(t, 2 * hh),
-             lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
-    fw = [{}, dict(BPS=9), dict(BPS=11), dict(BPS=12)]
-    for t, hh in ((16384, 3584), (8192, 2048)):
-        case(f"swiglu_fwd_per_token {t}x2x{hh}", "swiglu_per_token_cast", fw, randn(t, 2 * hh),
-             lambda x: Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, **PK))
-    sb = [{}, dict(BPS=7), dict(BPS=9), dict(BPS=10)]
-    for t, hh, k in ((8192, 3584, 4), (4096, 2048, 8)):
-        case(f"swiglu_backward {t}x2x{hh}", "swiglu_backward_per_token_cast", sb, mk_bwd(t, hh, k),
-             lambda x, g, w, p, q: Q.swiglu_backward_and_per_token_cast(x, g, w, p, q, 128, True), sums_rtol=1e-5)
+    """The cases of the latest run (session 14, eighth device call): tiles of the per-token casts
+    below target, the FP8 input with 128 x 128 input scales (1-byte elements: half the bytes of a
+    bf16 tile in flight) and the bf16 input at 8001 x 4096 (one row per tile). Every output
+    compared byte for byte. The cases of earlier calls are in this file's history; every run's log
+    is in bench/results/."""
+    for t, h in ((16384, 7168), (8001, 7168)):
+        def mk(t=t, h=h):
+            return (tilec.torch.cast(torch.randn((t, h), device="cuda"), "e4m3", (128, 128), **PK),)
+        case(f"per_token_cast e4m3(128x128) {t}x{h}", "per_token_cast",
+             [{}, dict(BM=8), dict(BM=16), dict(VEC=32, BM=8), dict(BK=2048, BM=4), dict(BM=8, BPS=8), dict(BM=2)],
+             mk, lambda x: Q.per_token_cast(x, "e4m3", 128, x_block_size=(128, 128), **PK))
+    for t, h in ((8001, 4096), (8001, 7168)):
+        case(f"per_token_cast bf16 e4m3 {t}x{h}", "per_token_cast",
+             [{}, dict(BK=1024, BM=4), dict(BK=2048, BM=2), dict(BK=1024, BM=2), dict(VEC=8)],
+             randn(t, h), lambda x: Q.per_token_cast(x, "e4m3", 128, **PK))
 
 
 def main():
