@@ -569,6 +569,16 @@ static TBuf *scratch(LT *L, DType dt, int64_t n)
  * partial results are combined in two steps (exchange_split) instead of by every thread. */
 enum { SPLIT_EXCHANGE_READS = 16 };
 
+/* `base`: the thread whose digit of mode m is zero, among those that share this thread's result */
+static TVar *base_thread(LT *L, TStmt *out, TExpr *tid, const LMode *m)
+{
+    TKernel *k = L->k;
+    TExpr *digit = tx_bin(k, OP_MOD, tx_bin(k, OP_DIV, tid, i32c(L, m->div)), i32c(L, m->size));
+    TVar *v = tir_var(k, "base", DT_I32, false);
+    ts_push(k, out, ts_decl(k, v, tx_bin(k, OP_SUB, tid, tx_bin(k, OP_MUL, digit, i32c(L, m->div)))));
+    return v;
+}
+
 /* The warps' partial results of a reduction through shared memory, every thread reading all of
  * them: scratch[r][t], then each thread combines the digits of mode m in order. */
 static void exchange_all(LT *L, TStmt *out, RedOp red, DType acc, TVar **accv, int ndst, const LMode *m)
@@ -581,11 +591,7 @@ static void exchange_all(LT *L, TStmt *out, RedOp red, DType acc, TVar **accv, i
         ts_push(k, out, ts_store(k, typed, &ix, 1, tx_var(k, accv[r])));
     }
     ts_push(k, out, ts_barrier(k));
-    /* base thread: the reduced digit cleared */
-    TExpr *digit = tx_bin(k, OP_MOD, tx_bin(k, OP_DIV, tid, i32c(L, m->div)), i32c(L, m->size));
-    TExpr *base = tx_bin(k, OP_SUB, tid, tx_bin(k, OP_MUL, digit, i32c(L, m->div)));
-    TVar *bv = tir_var(k, "base", DT_I32, false);
-    ts_push(k, out, ts_decl(k, bv, base));
+    TVar *bv = base_thread(L, out, tid, m);
     for (int r = 0; r < ndst; r++) {
         for (int d = 0; d < m->size; d++) {
             TExpr *ix = tx_bin(k, OP_ADD, tx_var(k, bv), i32c(L, (int64_t)r * k->nthreads + (int64_t)d * m->div));
@@ -650,10 +656,7 @@ static void exchange_split(LT *L, TStmt *out, RedOp red, DType acc, TVar **accv,
         ts_push(k, out, body);
     }
     ts_push(k, out, ts_barrier(k));
-    TExpr *digit = tx_bin(k, OP_MOD, tx_bin(k, OP_DIV, tid, i32c(L, m->div)), i32c(L, m->size));
-    TExpr *base = tx_bin(k, OP_SUB, tid, tx_bin(k, OP_MUL, digit, i32c(L, m->div)));
-    TVar *basev = tir_var(k, "base", DT_I32, false);
-    ts_push(k, out, ts_decl(k, basev, base));
+    TVar *basev = base_thread(L, out, tid, m);
     for (int r = 0; r < ndst; r++) {
         TExpr *ix = tx_bin(k, OP_ADD, tx_bin(k, OP_MUL, tx_var(k, basev), i32c(L, ndst)), i32c(L, r));
         ts_push(k, out, ts_assign(k, accv[r], tx_load(k, typed, &ix, 1)));
