@@ -74,7 +74,7 @@ static bool optimise(TKernel *k, LLVMModuleRef m, LLVMTargetMachineRef tm, int o
     }
     cg_pair_roundings(m);
     cg_widen_bf16(m);
-    /* the peepholes move and replaces instructions: check that it kept the module valid */
+    /* the peepholes move and replace instructions: check that they kept the module valid */
     if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
         diag_ice(k->diag, "codegen", "invalid LLVM IR after the peepholes for %s: %s", k->key, msg ? msg : "?");
         LLVMDisposeMessage(msg);

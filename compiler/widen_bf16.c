@@ -132,13 +132,21 @@ static void widen_load_pairs(LLVMBuilderRef b, LLVMBasicBlockRef bb, LLVMTypeRef
             }
         if (!hi)
             continue;
-        /* the word is loaded where the first of the two stood; `ptr` is defined before both */
+        /* the word is loaded where the first of the two stood, which `ptr` must precede (an
+         * address computed just before `lo` may come after `hi`) */
         LLVMValueRef first = lo;
-        for (LLVMValueRef j = LLVMGetFirstInstruction(bb); j; j = LLVMGetNextInstruction(j))
+        bool ptr_seen = !LLVMIsAInstruction(ptr) || LLVMGetInstructionParent(ptr) != bb, ok = true;
+        for (LLVMValueRef j = LLVMGetFirstInstruction(bb); j; j = LLVMGetNextInstruction(j)) {
+            if (j == ptr)
+                ptr_seen = true;
             if (j == lo || j == hi) {
                 first = j;
+                ok = ptr_seen;
                 break;
             }
+        }
+        if (!ok)
+            continue;
         LLVMPositionBuilderBefore(b, first);
         LLVMSetCurrentDebugLocation2(b, LLVMInstructionGetDebugLoc(first));
         LLVMValueRef w = LLVMBuildLoad2(b, i32, ptr, "");
