@@ -79,21 +79,15 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 14, eighth device call): tiles of the per-token casts
-    below target, the FP8 input with 128 x 128 input scales (1-byte elements: half the bytes of a
-    bf16 tile in flight) and the bf16 input at 8001 x 4096 (one row per tile). Every output
-    compared byte for byte. The cases of earlier calls are in this file's history; every run's log
-    is in bench/results/."""
-    for t, h in ((16384, 7168), (8001, 7168)):
-        def mk(t=t, h=h):
-            return (tilec.torch.cast(torch.randn((t, h), device="cuda"), "e4m3", (128, 128), **PK),)
-        case(f"per_token_cast e4m3(128x128) {t}x{h}", "per_token_cast",
-             [{}, dict(BM=8), dict(BM=16), dict(VEC=32, BM=8), dict(BK=2048, BM=4), dict(BM=8, BPS=8), dict(BM=2)],
-             mk, lambda x: Q.per_token_cast(x, "e4m3", 128, x_block_size=(128, 128), **PK))
-    for t, h in ((8001, 4096), (8001, 7168)):
-        case(f"per_token_cast bf16 e4m3 {t}x{h}", "per_token_cast",
-             [{}, dict(BK=1024, BM=4), dict(BK=2048, BM=2), dict(BK=1024, BM=2), dict(VEC=8)],
-             randn(t, h), lambda x: Q.per_token_cast(x, "e4m3", 128, **PK))
+    """The cases of the latest run (session 14, eleventh device call): the SwiGLU forward with
+    rows of up to 2048 columns per tile (the wrapper's default since call 10) against two rows of
+    1024 at 8192 x 2 x 2048, and the shipped tiles at 16384 x 2 x 3584. Every output compared byte
+    for byte. The cases of earlier calls are in this file's history; every run's log is in
+    bench/results/."""
+    case("swiglu_fwd_per_token 8192x2x2048", "swiglu_per_token_cast", [{}, dict(BK=1024, BM=2)], randn(8192, 4096),
+         lambda x: Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, **PK))
+    case("swiglu_fwd_per_token 16384x2x3584", "swiglu_per_token_cast", [{}], randn(16384, 7168),
+         lambda x: Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, **PK))
 
 
 def main():
