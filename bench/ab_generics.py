@@ -79,15 +79,19 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 14, eleventh device call): the SwiGLU forward with
-    rows of up to 2048 columns per tile (the wrapper's default since call 10) against two rows of
-    1024 at 8192 x 2 x 2048, and the shipped tiles at 16384 x 2 x 3584. Every output compared byte
-    for byte. The cases of earlier calls are in this file's history; every run's log is in
-    bench/results/."""
-    case("swiglu_fwd_per_token 8192x2x2048", "swiglu_per_token_cast", [{}, dict(BK=1024, BM=2)], randn(8192, 4096),
-         lambda x: Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, **PK))
-    case("swiglu_fwd_per_token 16384x2x3584", "swiglu_per_token_cast", [{}], randn(16384, 7168),
-         lambda x: Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, **PK))
+    """The cases of the latest run (session 14, twelfth device call): the per-channel casts with
+    transposed output on 512 threads (generic NTH, since removed again: all slower), now that the warps' partial column maxima are
+    combined in two steps (with one step, 512 threads measured slower in session 13). Every
+    output compared byte for byte. The cases of earlier calls are in this file's history; every
+    run's log is in bench/results/."""
+    pc = [{}, dict(NTH=512, BPS=2, STAGES=0, WAVES=1), dict(NTH=512, STAGES=2, WAVES=2, BPS=2),
+          dict(NTH=512, STAGES=3, WAVES=2, BPS=2), dict(NTH=512, STAGES=2, WAVES=1, BPS=1)]
+    for t, hh in ((16384, 3584), (8192, 2048)):
+        case(f"swiglu_per_channel {t}x2x{hh}", "per_channel_cast_transpose", pc, randn(t, 2 * hh),
+             lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
+    pt = [{}, dict(NTH=512), dict(NTH=512, STAGES=2, WAVES=2, BPS=2), dict(NTH=512, STAGES=4)]
+    case("per_channel_cast_and_transpose 16384x7168", "per_channel_cast_transpose", pt, randn(16384, 7168),
+         lambda x: Q.per_channel_cast_and_transpose(x, "e4m3", 128, True))
 
 
 def main():
