@@ -625,13 +625,12 @@ static void exchange_split(LT *L, TStmt *out, RedOp red, DType acc, TVar **accv,
     for (int64_t j0 = 0; j0 < results; j0 += k->nthreads) {
         /* result j = j0 + tid: base b = j / ndst, register r = j % ndst; the b-th base thread is
          * tb = (b / div) * (div * size) + b % div */
-        TExpr *j = tx_bin(k, OP_ADD, tx_special(k, SP_TID_X), i32c(L, j0));
+        TExpr *j = tx_bin(k, OP_ADD, tid, i32c(L, j0));
         TStmt *body = ts_seq(k);
         TVar *bv = tir_var(k, "b", DT_I32, false), *rv = tir_var(k, "r", DT_I32, false);
         TVar *tbv = tir_var(k, "tb", DT_I32, false), *av = tir_var(k, "acc", acc, true);
         ts_push(k, body, ts_decl(k, bv, tx_bin(k, OP_DIV, j, i32c(L, ndst))));
-        ts_push(k, body, ts_decl(k, rv, tx_bin(k, OP_MOD, tx_bin(k, OP_ADD, tx_special(k, SP_TID_X), i32c(L, j0)),
-                                               i32c(L, ndst))));
+        ts_push(k, body, ts_decl(k, rv, tx_bin(k, OP_MOD, j, i32c(L, ndst))));
         TExpr *tb = tx_bin(k, OP_ADD,
                            tx_bin(k, OP_MUL, tx_bin(k, OP_DIV, tx_var(k, bv), i32c(L, m->div)),
                                   i32c(L, (int64_t)m->div * m->size)),
@@ -648,8 +647,7 @@ static void exchange_split(LT *L, TStmt *out, RedOp red, DType acc, TVar **accv,
         TExpr *ox = tx_bin(k, OP_ADD, tx_bin(k, OP_MUL, tx_var(k, tbv), i32c(L, ndst)), tx_var(k, rv));
         ts_push(k, body, ts_store(k, typed, &ox, 1, tx_var(k, av)));
         if (j0 + k->nthreads > results) {
-            TStmt *i = ts_if(k, tx_bin(k, OP_LT, tx_bin(k, OP_ADD, tx_special(k, SP_TID_X), i32c(L, j0)),
-                                       i32c(L, results)));
+            TStmt *i = ts_if(k, tx_bin(k, OP_LT, j, i32c(L, results)));
             ts_push(k, i, body);
             body = i;
         }

@@ -94,8 +94,9 @@ enum { PAIR_WINDOW = 96 };
 
 /* Lone roundings of one block, two at a time in program order: the pair is rounded where the
  * second stands, by the NVVM intrinsic `cvt2` (a vector fptrunc would be split again by the
- * instruction selector, whose pattern for the paired instruction wants a 16-bit pair). Between the two, the first may be used only by widenings back to f32 (a round
- * trip f32(bf16(x))), which move down behind the pair; any other use keeps it alone. */
+ * instruction selector, whose pattern for the paired instruction wants a 16-bit pair). Between
+ * the two, the first may be used only by widenings back to f32 (a round trip f32(bf16(x))),
+ * which move down behind the pair; any other use keeps it alone. */
 static void pair_lone_roundings(LLVMBuilderRef b, LLVMBasicBlockRef bb, LLVMTypeRef f32, LLVMTypeRef h,
                                 LLVMValueRef cvt2, LLVMTypeRef cvt2_type)
 {

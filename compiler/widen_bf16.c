@@ -47,6 +47,14 @@ static bool may_write(LLVMValueRef i)
     return true;
 }
 
+/* the f32 bits of the bf16 in the low (high = false) or high half of the 32-bit word w */
+static LLVMValueRef half_bits(LLVMBuilderRef b, LLVMValueRef w, bool high)
+{
+    LLVMTypeRef i32 = LLVMTypeOf(w);
+    return high ? LLVMBuildAnd(b, w, LLVMConstInt(i32, 0xffff0000u, 0), "")
+                : LLVMBuildShl(b, w, LLVMConstInt(i32, 16, 0), "");
+}
+
 /* every widening of `v` becomes `bits` seen as f32 */
 static void replace_widenings(LLVMBuilderRef b, LLVMValueRef v, LLVMValueRef bits, LLVMTypeRef f32)
 {
@@ -57,31 +65,6 @@ static void replace_widenings(LLVMBuilderRef b, LLVMValueRef v, LLVMValueRef bit
         LLVMReplaceAllUsesWith(user, f);
         LLVMInstructionEraseFromParent(user);
     }
-}
-
-/* The alignment known for address `p` in block `bb`: that of a load from it in the block, or
- * for p = base + C bytes, min(alignment of base, largest power of two dividing C). After
- * optimisation a vector load has become element loads of which only the first keeps the
- * vector's alignment. */
-static unsigned known_align(LLVMValueRef p, LLVMBasicBlockRef bb, int depth)
-{
-    unsigned a = 1;
-    for (LLVMUseRef u = LLVMGetFirstUse(p); u; u = LLVMGetNextUse(u)) {
-        LLVMValueRef user = LLVMGetUser(u);
-        if (LLVMIsALoadInst(user) && LLVMGetInstructionParent(user) == bb && LLVMGetAlignment(user) > a)
-            a = LLVMGetAlignment(user);
-    }
-    if (depth < 4 && LLVMIsAGetElementPtrInst(p) && LLVMGetNumOperands(p) == 2 &&
-        LLVMGetTypeKind(LLVMGetGEPSourceElementType(p)) == LLVMIntegerTypeKind &&
-        LLVMGetIntTypeWidth(LLVMGetGEPSourceElementType(p)) == 8 && LLVMIsAConstantInt(LLVMGetOperand(p, 1))) {
-        long long c = LLVMConstIntGetSExtValue(LLVMGetOperand(p, 1));
-        unsigned base = known_align(LLVMGetOperand(p, 0), bb, depth + 1);
-        unsigned low = c ? (unsigned)(c & -c) : base;
-        unsigned via = base < low ? base : low;
-        if (via > a)
-            a = via;
-    }
-    return a;
 }
 
 /* p as base + constant bytes (a byte GEP with a constant index), or p + 0 */
@@ -97,6 +80,30 @@ static LLVMValueRef base_offset(LLVMValueRef p, long long *off)
     return p;
 }
 
+/* The alignment known for address `p` in block `bb`: that of a load from it in the block, or
+ * for p = base + C bytes, min(alignment of base, largest power of two dividing C). After
+ * optimisation a vector load has become element loads of which only the first keeps the
+ * vector's alignment. */
+static unsigned known_align(LLVMValueRef p, LLVMBasicBlockRef bb, int depth)
+{
+    unsigned a = 1;
+    for (LLVMUseRef u = LLVMGetFirstUse(p); u; u = LLVMGetNextUse(u)) {
+        LLVMValueRef user = LLVMGetUser(u);
+        if (LLVMIsALoadInst(user) && LLVMGetInstructionParent(user) == bb && LLVMGetAlignment(user) > a)
+            a = LLVMGetAlignment(user);
+    }
+    long long c;
+    LLVMValueRef basep = base_offset(p, &c);
+    if (depth < 4 && basep != p) {
+        unsigned base = known_align(basep, bb, depth + 1);
+        unsigned low = c ? (unsigned)(c & -c) : base;
+        unsigned via = base < low ? base : low;
+        if (via > a)
+            a = via;
+    }
+    return a;
+}
+
 /* is hi_ptr the address lo_ptr + 2 bytes? */
 static bool is_next_half(LLVMValueRef hi_ptr, LLVMValueRef lo_ptr)
 {
@@ -105,8 +112,8 @@ static bool is_next_half(LLVMValueRef hi_ptr, LLVMValueRef lo_ptr)
     return (hb == lb && ho == lo + 2) || (hb == lo_ptr && ho == 2);
 }
 
-/* Two bf16 loads of one block from a 4-byte aligned address (known_align) and the next element, used only
- * widened, with nothing between them that may write memory: one 32-bit load. */
+/* Two bf16 loads of one block, from a 4-byte aligned address (known_align) and the next element,
+ * used only widened, with nothing between them that may write memory: one 32-bit load. */
 static void widen_load_pairs(LLVMBuilderRef b, LLVMBasicBlockRef bb, LLVMTypeRef bf, LLVMTypeRef f32, LLVMTypeRef i32)
 {
     LLVMValueRef next;
@@ -118,6 +125,7 @@ static void widen_load_pairs(LLVMBuilderRef b, LLVMBasicBlockRef bb, LLVMTypeRef
         if (align < 4)
             continue;
         LLVMValueRef ptr = LLVMGetOperand(lo, 0), hi = NULL;
+        bool hi_first = false;
         /* the partner, before or after `lo`, with no memory write between */
         for (int dir = 0; dir < 2 && !hi; dir++)
             for (LLVMValueRef j = dir ? LLVMGetNextInstruction(lo) : LLVMGetPreviousInstruction(lo); j;
@@ -125,6 +133,7 @@ static void widen_load_pairs(LLVMBuilderRef b, LLVMBasicBlockRef bb, LLVMTypeRef
                 if (LLVMIsALoadInst(j) && LLVMTypeOf(j) == bf && !LLVMGetVolatile(j) &&
                     is_next_half(LLVMGetOperand(j, 0), ptr) && only_widened(j, f32)) {
                     hi = j;
+                    hi_first = dir == 0;
                     break;
                 }
                 if (may_write(j))
@@ -132,27 +141,20 @@ static void widen_load_pairs(LLVMBuilderRef b, LLVMBasicBlockRef bb, LLVMTypeRef
             }
         if (!hi)
             continue;
-        /* the word is loaded where the first of the two stood, which `ptr` must precede (an
-         * address computed just before `lo` may come after `hi`) */
-        LLVMValueRef first = lo;
-        bool ptr_seen = !LLVMIsAInstruction(ptr) || LLVMGetInstructionParent(ptr) != bb, ok = true;
-        for (LLVMValueRef j = LLVMGetFirstInstruction(bb); j; j = LLVMGetNextInstruction(j)) {
-            if (j == ptr)
-                ptr_seen = true;
-            if (j == lo || j == hi) {
-                first = j;
-                ok = ptr_seen;
-                break;
-            }
-        }
+        /* the word is loaded where the first of the two stood; when that is `hi`, `ptr` must not
+         * be computed between the two (an address computed just before `lo`) */
+        LLVMValueRef first = hi_first ? hi : lo;
+        bool ok = true;
+        for (LLVMValueRef j = hi; hi_first && j != lo && ok; j = LLVMGetNextInstruction(j))
+            ok = j != ptr;
         if (!ok)
             continue;
         LLVMPositionBuilderBefore(b, first);
         LLVMSetCurrentDebugLocation2(b, LLVMInstructionGetDebugLoc(first));
         LLVMValueRef w = LLVMBuildLoad2(b, i32, ptr, "");
         LLVMSetAlignment(w, align);
-        replace_widenings(b, lo, LLVMBuildShl(b, w, LLVMConstInt(i32, 16, 0), ""), f32);
-        replace_widenings(b, hi, LLVMBuildAnd(b, w, LLVMConstInt(i32, 0xffff0000u, 0), ""), f32);
+        replace_widenings(b, lo, half_bits(b, w, false), f32);
+        replace_widenings(b, hi, half_bits(b, w, true), f32);
         LLVMInstructionEraseFromParent(lo);
         LLVMInstructionEraseFromParent(hi);
         next = LLVMGetNextInstruction(w); /* the old `next` may have been a widening, now erased */
@@ -179,9 +181,7 @@ static void widen_vector_elements(LLVMBuilderRef b, LLVMBasicBlockRef bb, LLVMTy
         LLVMSetCurrentDebugLocation2(b, LLVMInstructionGetDebugLoc(i));
         LLVMValueRef words = LLVMBuildBitCast(b, vec, LLVMVectorType(i32, n / 2), "");
         LLVMValueRef w = LLVMBuildExtractElement(b, words, LLVMConstInt(i32, k / 2, 0), "");
-        LLVMValueRef bits = k % 2 ? LLVMBuildAnd(b, w, LLVMConstInt(i32, 0xffff0000u, 0), "")
-                                  : LLVMBuildShl(b, w, LLVMConstInt(i32, 16, 0), "");
-        LLVMReplaceAllUsesWith(i, LLVMBuildBitCast(b, bits, f32, ""));
+        LLVMReplaceAllUsesWith(i, LLVMBuildBitCast(b, half_bits(b, w, k % 2), f32, ""));
         LLVMInstructionEraseFromParent(i);
         if (!LLVMGetFirstUse(e))
             LLVMInstructionEraseFromParent(e);
