@@ -79,19 +79,26 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 14, twelfth device call): the per-channel casts with
-    transposed output on 512 threads (generic NTH, since removed again: all slower), now that the warps' partial column maxima are
-    combined in two steps (with one step, 512 threads measured slower in session 13). Every
-    output compared byte for byte. The cases of earlier calls are in this file's history; every
-    run's log is in bench/results/."""
-    pc = [{}, dict(NTH=512, BPS=2, STAGES=0, WAVES=1), dict(NTH=512, STAGES=2, WAVES=2, BPS=2),
-          dict(NTH=512, STAGES=3, WAVES=2, BPS=2), dict(NTH=512, STAGES=2, WAVES=1, BPS=1)]
+    """The cases of the latest run (session 15, third device call): the per-channel casts with
+    transposed output with their tiles in y-major order (generic YMAJOR: consecutive tiles go down
+    the rows, so the blocks at work together write whole rows of the transposed output; 1-4
+    points on the transposes in the second call), and the e4m3 transpose's tile shapes in that
+    order. Every output compared byte for byte. The cases of earlier calls are in this file's
+    history; every run's log is in bench/results/."""
+    v = [{}, dict(YMAJOR="true")]
+    for t, h in ((16384, 7168), (8064, 7168), (4096, 2048)):
+        case(f"per_channel_cast_and_transpose {t}x{h}", "per_channel_cast_transpose",
+             v + [dict(YMAJOR="true", STAGES=2, WAVES=2), dict(YMAJOR="true", STAGES=0, WAVES=1, BPS=0)],
+             randn(t, h), lambda x: Q.per_channel_cast_and_transpose(x, "e4m3", 128, True))
+    case("per_channel_cast_and_transpose 16384x7168 npt=32", "per_channel_cast_transpose", v, randn(16384, 7168),
+         lambda x: Q.per_channel_cast_and_transpose(x, "e4m3", 32, True))
     for t, hh in ((16384, 3584), (8192, 2048)):
-        case(f"swiglu_per_channel {t}x2x{hh}", "per_channel_cast_transpose", pc, randn(t, 2 * hh),
+        case(f"swiglu_per_channel {t}x2x{hh}", "per_channel_cast_transpose", v, randn(t, 2 * hh),
              lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
-    pt = [{}, dict(NTH=512), dict(NTH=512, STAGES=2, WAVES=2, BPS=2), dict(NTH=512, STAGES=4)]
-    case("per_channel_cast_and_transpose 16384x7168", "per_channel_cast_transpose", pt, randn(16384, 7168),
-         lambda x: Q.per_channel_cast_and_transpose(x, "e4m3", 128, True))
+    e4 = [{}, dict(BX=256, BY=128), dict(BX=128, BY=128), dict(NTH=512), dict(BPS=2)]
+    for m, n in ((16384, 7168), (8064, 4096)):
+        case(f"transpose {m}x{n} e4m3", "batched_transpose", e4,
+             lambda m=m, n=n: (torch.randn((m, n), device="cuda").to(torch.float8_e4m3fn),), tilec.transpose.transpose)
 
 
 def main():

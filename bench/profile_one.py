@@ -4,6 +4,7 @@ made and the function warmed up first; the profiled call is the last one.
 
 WHAT: swiglu_backward (8192 x 2 x 3584, 4 slots per token), per_block_cast_lossless (16384 x 7168),
 mask_indices_by_tp (4001 x 8 int64; tilec's kernel and torch.compile's, each called last),
+batched_transpose (8 x 4032 x 7168 bf16; tilec's and torch.compile's),
 per_token_cast_e2m1, per_block_cast_e2m1, cast_back_e2m1 (16384 x 7168, packed UE8M0 scales),
 swiglu_forward (16384 x 2 x 3584, n = 128, packed scales), swiglu_per_channel (the same x, per-channel
 cast with transposed output).
@@ -83,11 +84,22 @@ def mask_indices_by_tp():
     return both
 
 
+def batched_transpose():
+    x = torch.randn((8, 4032, 7168), device="cuda").bfloat16()
+    ref = torch.compile(lambda v: v.transpose(1, 2).contiguous(), dynamic=False)
+
+    def both():
+        tilec.transpose.batched_transpose(x)
+        ref(x)
+    return both
+
+
 if __name__ == "__main__":
     fn = {"swiglu_backward": swiglu_backward, "swiglu_forward": swiglu_forward, "swiglu_per_channel": swiglu_per_channel,
           "per_block_cast_lossless": per_block_cast_lossless,
           "mask_indices_by_tp": mask_indices_by_tp, "per_token_cast_e2m1": per_token_cast_e2m1,
-          "per_block_cast_e2m1": per_block_cast_e2m1, "cast_back_e2m1": cast_back_e2m1}[sys.argv[1]]()
+          "per_block_cast_e2m1": per_block_cast_e2m1, "cast_back_e2m1": cast_back_e2m1,
+          "batched_transpose": batched_transpose}[sys.argv[1]]()
     for _ in range(3):
         fn()
     torch.cuda.synchronize()

@@ -2,7 +2,8 @@
  * reference of quant-transpose.md §2.20: every element type width, both tile sizes, ragged last
  * tiles, strided rows and batches, the vector (SA = 16) and scalar (SA = 1) paths, and the
  * persistent pipelined form (STAGES > 0: blocks walk the tiles; the harness has 3 SMs, so each
- * block takes several tiles, across batches); bytes must match exactly. */
+ * block takes several tiles, across batches), one tile per block in both block orders (YMAJOR);
+ * bytes must match exactly. */
 #include "emu_harness.h"
 #include "ref.h"
 
@@ -10,20 +11,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void run_staged(const char *T, size_t elem, int BX, int BY, int SA, int stages, int B, int M, int N, int64_t sm,
-                       int64_t sb)
+static void run_ordered(const char *T, size_t elem, int BX, int BY, int SA, int stages, int ymajor, int B, int M, int N,
+                        int64_t sm, int64_t sb)
 {
-    char g[5][32];
+    char g[6][32];
     snprintf(g[0], sizeof g[0], "T=%s", T);
     snprintf(g[1], sizeof g[1], "BX=%d", BX);
     snprintf(g[2], sizeof g[2], "BY=%d", BY);
     snprintf(g[3], sizeof g[3], "SA=%d", SA);
     snprintf(g[4], sizeof g[4], "STAGES=%d", stages);
-    const char *gen[5] = {g[0], g[1], g[2], g[3], g[4]};
+    snprintf(g[5], sizeof g[5], "YMAJOR=%s", ymajor ? "true" : "false");
+    const char *gen[6] = {g[0], g[1], g[2], g[3], g[4], g[5]};
     char path[512];
     snprintf(path, sizeof path, "%s/kernels.tl", eh_source_dir());
     EhKernel k;
-    if (!eh_compile(path, NULL, "batched_transpose", gen, 5, &k)) {
+    if (!eh_compile(path, NULL, "batched_transpose", gen, 6, &k)) {
         eh_failures++;
         return;
     }
@@ -50,9 +52,17 @@ static void run_staged(const char *T, size_t elem, int BX, int BY, int SA, int s
     eh_free(&k);
 }
 
+static void run_staged(const char *T, size_t elem, int BX, int BY, int SA, int stages, int B, int M, int N, int64_t sm,
+                       int64_t sb)
+{
+    run_ordered(T, elem, BX, BY, SA, stages, 1, B, M, N, sm, sb);
+}
+
+/* one tile per block, in both block orders (down x's columns, the default, and along its rows) */
 static void run(const char *T, size_t elem, int BX, int BY, int SA, int B, int M, int N, int64_t sm, int64_t sb)
 {
-    run_staged(T, elem, BX, BY, SA, 0, B, M, N, sm, sb);
+    run_ordered(T, elem, BX, BY, SA, 0, 1, B, M, N, sm, sb);
+    run_ordered(T, elem, BX, BY, SA, 0, 0, B, M, N, sm, sb);
 }
 
 int main(void)

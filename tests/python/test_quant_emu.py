@@ -354,7 +354,7 @@ def test_per_channel_cast_fused(src, moe, rnd, h):
 
 @pytest.mark.parametrize("npt", [32, 128])
 @pytest.mark.parametrize("rnd", [False, True])
-@pytest.mark.parametrize("h, t", [(576, 256), (640, 128), (576, 0)])
+@pytest.mark.parametrize("h, t", [(576, 256), (640, 128), (640, 384), (576, 0)])
 def test_per_channel_cast_and_transpose(h, t, rnd, npt):
     x = sample(t, h, torch.bfloat16)
     out, sf = Q.per_channel_cast_and_transpose(x, "e4m3", npt, round_sf=rnd)

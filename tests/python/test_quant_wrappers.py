@@ -385,6 +385,12 @@ def test_per_channel_cast_and_transpose(rec, npt):
     name, g, args = rec.calls[0]
     assert name == "per_channel_cast_transpose" and g["SWIGLU"] == "false" and g["NPT"] == str(npt)
     assert g["outt"] == "present" and args[2] is out
+    # whole 128-column tiles: persistent blocks, tiles in y-major order (down the rows)
+    Q.per_channel_cast_and_transpose(bf(256, 640), "e4m3", npt)
+    g = rec.calls[1][1]
+    assert g["YMAJOR"] == "true" and g["STAGES"] in ("2", "3")
+    Q.swiglu_forward_and_per_channel_cast_and_transpose(bf(256, 2 * 640), "e4m3", npt)
+    assert rec.calls[2][1].get("YMAJOR", "false") == "false"
 
 
 @pytest.mark.parametrize("without_transpose", [False, True])

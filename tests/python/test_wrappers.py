@@ -57,6 +57,16 @@ def test_batched_transpose_specialisation(rec):
     assert args[0] is x and args[1] is y
 
 
+def test_transpose_wide_matrix_orders_blocks_along_rows(rec):
+    # 65536 column tiles of 128 do not fit the grid's second dimension (65535): blocks go along
+    # x's rows instead of down its columns (the memory is allocated, never touched)
+    x = torch.empty((64, 65536 * 128), dtype=torch.bfloat16)
+    tilec.transpose.transpose(x)
+    assert rec.calls[0][1] == ("T=bf16", "BX=64", "BY=128", "SA=8", "YMAJOR=false")
+    tilec.transpose.transpose(x[:, :65535 * 128])
+    assert rec.calls[1][1] == ("T=bf16", "BX=64", "BY=128", "SA=8")
+
+
 def test_transpose_strided_rows(rec):
     base = torch.zeros((64, 2 * 64 + 4), dtype=torch.float32)
     x = base[:, :64]

@@ -49,7 +49,7 @@ int main(int argc, char **argv)
         return 1;
     tilec_rt_launch_config cfg;
 
-    /* batched transpose: grid (N / 128, M / 64, B) for BX=64, BY=128 */
+    /* batched transpose: grid (M / 64, N / 128, B) for BX=64, BY=128 (blocks down x's columns) */
     const char *gt[] = {"T=bf16", "BX=64", "BY=128", "SA=8"};
     tilec_rt_kernel *k = get(lib, "batched_transpose", gt, 4);
     if (k) {
@@ -58,13 +58,23 @@ int main(int argc, char **argv)
         tilec_rt_arg a[2] = {tilec_rt_arg_tensor((void *)0x10000, TILEC_RT_BF16, 3, xs, xst),
                              tilec_rt_arg_tensor((void *)0x20000000, TILEC_RT_BF16, 3, ys, NULL)};
         EXPECT(tilec_rt_check(k, a, 2, NULL, &cfg) == TILEC_OK);
-        EXPECT(cfg.grid[0] == 7168 / 128 && cfg.grid[1] == 4032 / 64 && cfg.grid[2] == 8 && cfg.block[0] == 256);
+        EXPECT(cfg.grid[0] == 4032 / 64 && cfg.grid[1] == 7168 / 128 && cfg.grid[2] == 8 && cfg.block[0] == 256);
         int64_t bad[3] = {8, 4000, 7168}, badst[3] = {4000 * 7168, 7168, 1};
         tilec_rt_arg b[2] = {tilec_rt_arg_tensor((void *)0x10000, TILEC_RT_BF16, 3, bad, badst),
                              tilec_rt_arg_tensor((void *)0x20000000, TILEC_RT_BF16, 3, (int64_t[]){8, 7168, 4000}, NULL)};
         EXPECT(tilec_rt_check(k, b, 2, NULL, &cfg) == TILEC_ERROR_LAUNCH &&
                strstr(tilec_rt_last_error(), "M must be a multiple of 64"));
         EXPECT(tilec_rt_launch(k, a, 2, NULL) == TILEC_OK);
+    }
+    /* the other block order: grid (N / 128, M / 64, B) */
+    const char *gr[] = {"T=bf16", "BX=64", "BY=128", "SA=8", "YMAJOR=false"};
+    k = get(lib, "batched_transpose", gr, 5);
+    if (k) {
+        int64_t xs[3] = {8, 4032, 7168}, ys[3] = {8, 7168, 4032};
+        tilec_rt_arg a[2] = {tilec_rt_arg_tensor((void *)0x10000, TILEC_RT_BF16, 3, xs, NULL),
+                             tilec_rt_arg_tensor((void *)0x20000000, TILEC_RT_BF16, 3, ys, NULL)};
+        EXPECT(tilec_rt_check(k, a, 2, NULL, &cfg) == TILEC_OK);
+        EXPECT(cfg.grid[0] == 7168 / 128 && cfg.grid[1] == 4032 / 64 && cfg.grid[2] == 8);
     }
 
     /* per-token cast, f32 scales: grid (cdiv(M, BM), cdiv(H, BK)) */

@@ -41,14 +41,18 @@ def _tile(es, M, N):
 
 
 def _kernel(dtype, es, M, N, sa):
-    """(kernel, whether x must be viewed as raw bits) for one configuration, cached."""
+    """(kernel, whether x must be viewed as raw bits) for one configuration, cached. Blocks go
+    down x's columns (YMAJOR, the faster order) unless that puts more than 65535 column tiles in
+    the grid's second dimension; then along its rows."""
     bx, by = _tile(es, M, N)
-    key = (dtype, bx, by, sa)
+    ymajor = -(-N // by) <= 65535
+    key = (dtype, bx, by, sa, ymajor)
     entry = _kernels.get(key)
     if entry is None:
         # the kernel copies bits: dtypes the language lacks travel as unsigned integers of their width
         tname = _NAMES.get(dtype) or _BITS_AS[es][1]
-        k = _runtime.kernel("batched_transpose", (f"T={tname}", f"BX={bx}", f"BY={by}", f"SA={sa}"))
+        gens = (f"T={tname}", f"BX={bx}", f"BY={by}", f"SA={sa}") + (() if ymajor else ("YMAJOR=false",))
+        k = _runtime.kernel("batched_transpose", gens)
         entry = _kernels[key] = (k, dtype not in _NAMES)
     return entry
 
