@@ -48,13 +48,21 @@ def test_batched_transpose_specialisation(rec):
     y = tilec.transpose.batched_transpose(x)
     assert y.shape == (2, 192, 128) and y.dtype == torch.bfloat16 and y.is_contiguous()
     name, gen, args = rec.calls[0]
-    # 128 x 128 bf16 tiles; N = 192 is not a multiple of 128: a partial last tile, not a smaller one
-    assert name == "batched_transpose" and gen == ("T=bf16", "BX=128", "BY=128", "SA=8")
-    tilec.transpose.batched_transpose(torch.zeros((1, 512, 256), dtype=torch.uint8))
-    assert rec.calls[1][1] == ("T=u8", "BX=256", "BY=256", "SA=16")
-    tilec.transpose.batched_transpose(torch.zeros((1, 64, 128), dtype=torch.uint8))  # smaller than a tile
-    assert rec.calls[2][1] == ("T=u8", "BX=64", "BY=128", "SA=16")
+    # fewer than 1024 tiles of 128 x 128: halved tiles
+    assert name == "batched_transpose" and gen == ("T=bf16", "BX=64", "BY=64", "SA=8")
     assert args[0] is x and args[1] is y
+    tilec.transpose.batched_transpose(torch.zeros((1, 512, 256), dtype=torch.uint8))
+    assert rec.calls[1][1] == ("T=u8", "BX=128", "BY=128", "SA=16")
+    tilec.transpose.batched_transpose(torch.zeros((1, 64, 128), dtype=torch.uint8))  # smaller than a tile
+    assert rec.calls[2][1] == ("T=u8", "BX=32", "BY=64", "SA=16")
+    # 1024 tiles and more: 128 x 128 bf16, 256 x 256 bytes, 64 x 128 f32; N = 192 is not a
+    # multiple of 128: a partial last tile, not a smaller one (the memory is never touched)
+    tilec.transpose.batched_transpose(torch.empty((512, 128, 192), dtype=torch.bfloat16))
+    assert rec.calls[3][1] == ("T=bf16", "BX=128", "BY=128", "SA=8")
+    tilec.transpose.batched_transpose(torch.empty((256, 512, 512), dtype=torch.uint8))
+    assert rec.calls[4][1] == ("T=u8", "BX=256", "BY=256", "SA=16")
+    tilec.transpose.batched_transpose(torch.empty((64, 256, 512), dtype=torch.float32))
+    assert rec.calls[5][1] == ("T=f32", "BX=64", "BY=128", "SA=4")
 
 
 def test_transpose_wide_matrix_orders_blocks_along_rows(rec):
