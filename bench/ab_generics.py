@@ -79,58 +79,21 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 15, sixth device call): blocks along the rows
-    (generic XMAJOR, a one-dimensional grid) against down them (the two-dimensional grids) for
-    the kernels whose grid walked down the rows: per_token_cast with e4m3 output at the other
-    shapes (call 5: 93.5 -> 97.9 % at 16384x7168; e2m1 output 1 point slower), the SwiGLU forward
-    and backward, and the MoE expands and reduce_fused. Every output compared byte for byte (the
-    backward's weight gradient, a sum of atomics, to a tolerance). The cases of earlier calls are
-    in this file's history; every run's log is in bench/results/."""
-    xm = [{}, dict(XMAJOR="true")]
-    for t, h in ((8001, 4096), (4001, 2048), (4001, 7168)):
-        case(f"per_token_cast e4m3 n=128 {t}x{h}", "per_token_cast", xm, randn(t, h),
-             lambda x: Q.per_token_cast(x, "e4m3", 128, **PK))
-    case("per_token_cast e4m3 n=128 f32 sf 16384x7168", "per_token_cast", xm, randn(16384, 7168),
-         lambda x: Q.per_token_cast(x, "e4m3", 128))
-    case("per_token_cast e4m3(128x128)->e4m3 8001x7168", "per_token_cast", xm,
-         lambda: (tilec.torch.cast(torch.randn((8001, 7168), device="cuda"), "e4m3", (128, 128), **PK),),
-         lambda x: Q.per_token_cast(x, "e4m3", 128, x_block_size=(128, 128), **PK))
+    """The cases of the latest run (session 15, ninth device call): the per-channel SwiGLU cast
+    with the SiLU of its gate half looked up in a table in shared memory (the default now),
+    against silu() computed (USE_SILU_LUT = False), and the persistent configuration around the
+    table (32 KiB more shared memory per block). Every output compared byte for byte. The cases of
+    earlier calls are in this file's history; every run's log is in bench/results/."""
+    off = {"tilec.quant.per_channel.USE_SILU_LUT": False}
+    var = [off, {}, dict(WAVES=1), dict(STAGES=3), dict(BK=128), dict(WAVES=3)]
     for t, hh in ((16384, 3584), (8192, 2048)):
-        case(f"swiglu_forward n=128 {t}x2x{hh}", "swiglu_per_token_cast", xm, randn(t, 2 * hh),
-             lambda x: Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, **PK))
-    for t, hh, k in ((8192, 3584, 4), (4096, 2048, 8)):
-        def mk(t=t, hh=hh, k=k):
-            xq = tilec.torch.cast(torch.randn((t, 2 * hh), device="cuda"), "e4m3", (1, 128))
-            ptt = torch.randperm(t, device="cuda").int()
-            ttp = torch.empty(t, dtype=torch.int32, device="cuda")
-            ttp[ptt.long()] = torch.arange(t, dtype=torch.int32, device="cuda")
-            return (xq, torch.randn((t, hh), device="cuda").bfloat16(), torch.rand((t // k, k), device="cuda"), ptt,
-                    ttp.view(t // k, k))
-        case(f"swiglu_backward n=128 {t}x2x{hh}", "swiglu_backward_per_token_cast", xm, mk,
-             lambda x, g, w, p, q: Q.swiglu_backward_and_per_token_cast(x, g, w, p, q, 128, True), sums_rtol=1e-5)
-    from bench_moe import E_TOTAL, EP, H, routed_rows, topk_idx
-    from tilec.testing import count_bytes as cb
-    E = E_TOTAL // EP
-    for T in (16384, 4001):
-        def make_map(T=T):
-            p2e, _, _, ttp, *_ = M.get_fused_mapping(topk_idx(T), E, 0, 16)
-            return ttp, p2e
-        case(f"expand_to_fused {T}", "expand_to_fused", xm,
-             lambda T=T: (torch.randn((T, H), device="cuda").bfloat16(), *make_map(T)), M.expand_to_fused,
-             in_bytes=lambda s: cb(s[1], s[2]) + routed_rows(s[1]) * H * 2)
-
-        def make_q(T=T):
-            return (torch.randn((T, H), device="cuda").to(torch.float8_e4m3fn),
-                    torch.rand((T, H // 128), device="cuda"), *make_map(T))
-        case(f"expand_to_fused_with_sf {T}", "expand_to_fused_with_sf", xm, make_q,
-             lambda x, s, t, p: M.expand_to_fused_with_sf((x, s), 128, t, p),
-             in_bytes=lambda s: cb(s[2], s[3]) + routed_rows(s[2]) * (H + H // 128 * 4))
-
-        def make_r(T=T, k=6):
-            _, _, _, ttp, *_ = M.get_fused_mapping(topk_idx(T, k), E, T * k, 1)
-            return torch.randn((T * k, H), device="cuda").bfloat16(), torch.rand((T, k), device="cuda"), ttp
-        case(f"reduce_fused {T}", "reduce_fused", xm, make_r, lambda x, w, t: M.reduce_fused(x, w, t),
-             in_bytes=lambda s: cb(s[1], s[2]) + int((s[2] >= 0).sum()) * H * 2)
+        case(f"swiglu_per_channel {t}x2x{hh}", "per_channel_cast_transpose", var, randn(t, 2 * hh),
+             lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
+    case("swiglu_per_channel npt=32 16384x2x3584", "per_channel_cast_transpose", [off, {}], randn(16384, 2 * 3584),
+         lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 32, True))
+    case("swiglu_per_channel npt=32 no transpose 16384x2x3584", "per_channel_cast_transpose", [off, {}],
+         randn(16384, 2 * 3584),
+         lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 32, True, without_transpose=True))
 
 
 def main():

@@ -2,7 +2,7 @@
  * reference of quant-transpose.md §2.20: every element type width, both tile sizes, ragged last
  * tiles, strided rows and batches, the vector (SA = 16) and scalar (SA = 1) paths, and the
  * persistent pipelined form (STAGES > 0: blocks walk the tiles; the harness has 3 SMs, so each
- * block takes several tiles, across batches), one tile per block in both block orders (YMAJOR);
+ * block takes several tiles, across batches), both in both block orders (YMAJOR);
  * bytes must match exactly. */
 #include "emu_harness.h"
 #include "ref.h"
@@ -82,5 +82,6 @@ int main(void)
     /* persistent blocks: 2 and 3 stages, ragged tiles, strided batches */
     run_staged("bf16", 2, 128, 128, 16, 2, 3, 192, 320, 320, 192 * 320);
     run_staged("f32", 4, 64, 128, 16, 3, 2, 128, 192, 256, 128 * 256 + 64);
+    run_ordered("bf16", 2, 64, 128, 16, 2, 0, 2, 192, 320, 320, 192 * 320);
     return eh_finish("kernel_transpose");
 }

@@ -1,7 +1,8 @@
 """Builtins whose GPU code takes a shortcut, checked bit for bit against the plain expression on
 every one of the 2^32 f32 inputs (tests/gpu/math_exhaustive.tl): silu(x) against x / (1 + exp(-x))
 and sigmoid(x) against 1 / (1 + exp(-x)), where the plain division is PTX div.rn.f32 / rcp.rn.f32.
-One launch of 2^24 threads, about a second on an H200."""
+One launch of 2^24 threads, about a second on an H200. Also the per-channel SwiGLU cast's SiLU
+table (silu_lut_slot and the table in shared memory) against silu() on every bf16 value."""
 import os
 
 import torch
@@ -23,3 +24,16 @@ def test_silu_sigmoid_every_f32():
     assert bad.tolist() == [0, 0], "inputs that differ: silu %d (first bits 0x%08x), sigmoid %d (first 0x%08x)" % (
         bad[0].item(), first[0], bad[1].item(), first[1])
 
+
+
+def test_silu_lut_every_bf16():
+    from tilec.quant.per_channel import silu_lut
+    lib = _native.Runtime(cache_dir=os.environ.get("TILEC_CACHE_DIR")).open(
+        source=os.path.join(HERE, "math_exhaustive.tl"))
+    bad = torch.zeros(1, dtype=torch.int32, device="cuda")
+    lo = torch.full((1,), -1, dtype=torch.int32, device="cuda")
+    lib.kernel("silu_lut_exhaustive", ()).launch(silu_lut(bad.device), bad, lo.view(torch.uint32),
+                                                stream=_runtime.stream(bad))
+    torch.cuda.synchronize()
+    assert bad.item() == 0, "bf16 values whose table SiLU differs: %d (first 0x%04x)" % (
+        bad.item(), int(lo.item()) & 0xFFFF)

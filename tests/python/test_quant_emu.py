@@ -369,6 +369,21 @@ SWP = rotate(list(itertools.product([32, 128], [False, True], [False, True], [No
              [576, 640], [128, 256, 128, 0])
 
 
+def test_silu_lut_every_bf16():
+    # the per-channel SwiGLU's SiLU table (built by the kernel silu_table) read as the kernel reads
+    # it, against silu() on all 65536 bf16 values (tests/gpu/math_exhaustive.tl)
+    from tilec import _runtime
+    from tilec.quant.per_channel import silu_lut
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu", "math_exhaustive.tl")
+    lib = _runtime._rt.open(source=src)
+    bad = torch.zeros(1, dtype=torch.int32)
+    lo = torch.full((1,), -1, dtype=torch.int32)
+    lo32 = _runtime.Arg(lo.data_ptr(), "u32", (1,), (1,), lo)   # torch 1.13 has no uint32
+    lib.kernel("silu_lut_exhaustive", ()).launch(silu_lut(torch.device("cpu")), bad, lo32, stream=0)
+    assert bad.item() == 0, "bf16 values whose table SiLU differs: %d (first 0x%04x)" % (
+        bad.item(), int(lo.item()) & 0xFFFF)
+
+
 @pytest.mark.parametrize("npt, rnd, without_transpose, clamp, hh, t", SWP, ids=str)
 def test_swiglu_forward_per_channel(npt, rnd, without_transpose, clamp, hh, t):
     x = sample(t, 2 * hh, torch.bfloat16, scale=4.0)  # |x| > 10 for a few elements: both clamps act
