@@ -79,20 +79,14 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 15, twelfth device call): the smaller shapes. The
-    SwiGLU forward at 8192 x 2 x 2048 (64 elements per thread in 4 x 2048 tiles, no residency
-    request) with fewer rows per tile; the persistent per-channel cast, whose 132 blocks get about
-    4 tiles each at 4096 x 2048, with more blocks or one tile per block. Every output compared
-    byte for byte. The cases of earlier calls are in this file's history; every run's log is in
-    bench/results/."""
-    case("swiglu_forward n=128 8192x2x2048", "swiglu_per_token_cast",
-         [{}, dict(BM=1, BPS=10), dict(BM=2), dict(BM=2, BPS=6), dict(BM=1, BPS=10, XMAJOR="true"),
-          dict(BM=2, NTH=256), dict(BK=1024, BM=2, BPS=10)],
-         randn(8192, 4096), lambda x: Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, **PK))
-    for t, h in ((4096, 2048), (8064, 7168)):
-        case(f"per_channel_cast {t}x{h}", "per_channel_cast",
-             [{}, dict(WAVES=2), dict(WAVES=3), dict(STAGES=2, WAVES=2), dict(STAGES=0), dict(STAGES=0, BPS=4)],
-             randn(t, h), lambda x: Q.per_channel_cast(x, "e4m3", 128, True))
+    """The cases of the latest run (session 15, thirteenth device call, beside the full run): the
+    per-channel SwiGLU cast with the SiLU table whose ends hold the multipliers of out-of-range
+    gates, against silu() computed (USE_SILU_LUT = False). Every output compared byte for byte.
+    The cases of earlier calls are in this file's history; every run's log is in bench/results/."""
+    off = {"tilec.quant.per_channel.USE_SILU_LUT": False}
+    for t, hh in ((16384, 3584), (8192, 2048)):
+        case(f"swiglu_per_channel {t}x2x{hh}", "per_channel_cast_transpose", [off, {}], randn(t, 2 * hh),
+             lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
 
 
 def main():
