@@ -79,14 +79,28 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 15, thirteenth device call, beside the full run): the
-    per-channel SwiGLU cast with the SiLU table whose ends hold the multipliers of out-of-range
-    gates, against silu() computed (USE_SILU_LUT = False). Every output compared byte for byte.
-    The cases of earlier calls are in this file's history; every run's log is in bench/results/."""
-    off = {"tilec.quant.per_channel.USE_SILU_LUT": False}
-    for t, hh in ((16384, 3584), (8192, 2048)):
-        case(f"swiglu_per_channel {t}x2x{hh}", "per_channel_cast_transpose", [off, {}], randn(t, 2 * hh),
-             lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
+    """The cases of the latest run (session 15, fourteenth device call): the transposes still
+    behind torch.compile in the full run (call 13): f32 at 4032 x 2048 (0.94x), batched bf16
+    32 x 4032 x 2048 (0.99x), with smaller tiles and other thread counts. Every output compared
+    byte for byte. The cases of earlier calls are in this file's history; every run's log is in
+    bench/results/."""
+    T = tilec.transpose
+    case("transpose 4032x2048 f32", "batched_transpose",
+         [{}, dict(BX=32, BY=32, NTH=128), dict(BX=32, BY=64, NTH=128), dict(BX=64, BY=64, NTH=256),
+          dict(BX=32, BY=32, NTH=64), dict(BX=64, BY=64, NTH=128)],
+         lambda: (torch.randn((4032, 2048), device="cuda"),), T.transpose)
+    case("transpose 4032x2048 bf16", "batched_transpose",
+         [{}, dict(BX=32, BY=32, NTH=128), dict(BX=32, BY=64, NTH=128), dict(BX=64, BY=64, NTH=128)],
+         lambda: (torch.randn((4032, 2048), device="cuda").bfloat16(),), T.transpose)
+    case("batched_transpose 32x4032x2048 bf16", "batched_transpose",
+         [{}, dict(NTH=512), dict(NTH=128), dict(BPS=3), dict(BPS=4), dict(BX=64, BY=128)],
+         lambda: (torch.randn((32, 4032, 2048), device="cuda").bfloat16(),), T.batched_transpose)
+    tc = torch.compile(lambda x: x.transpose(1, 2).contiguous(), dynamic=False)
+    case("batched_transpose 32x4032x2048 bf16 torch.compile", "none", [{}],
+         lambda: (torch.randn((32, 4032, 2048), device="cuda").bfloat16(),), tc)
+    tc2 = torch.compile(lambda x: x.T.contiguous(), dynamic=False)
+    case("transpose 4032x2048 f32 torch.compile", "none", [{}],
+         lambda: (torch.randn((4032, 2048), device="cuda"),), tc2)
 
 
 def main():
