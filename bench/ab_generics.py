@@ -79,28 +79,28 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 15, fourteenth device call): the transposes still
-    behind torch.compile in the full run (call 13): f32 at 4032 x 2048 (0.94x), batched bf16
-    32 x 4032 x 2048 (0.99x), with smaller tiles and other thread counts. Every output compared
-    byte for byte. The cases of earlier calls are in this file's history; every run's log is in
+    """The cases of the latest run (session 15, seventeenth device call): the scale computation's
+    division by 448 / 6 as a product corrected once (dsl/quant.tl: div_by_format_max) against the
+    IEEE division's subroutine (the kernels of the commit before, scripts/gpu_ab.sh OLD=1), for
+    the casts that compute many scales: one per 32 rows per column above all (Nsight Compute,
+    call 16: 2.2x the instructions of one per 128 rows). Every output compared byte for byte
+    within each run. The cases of earlier calls are in this file's history; every run's log is in
     bench/results/."""
-    T = tilec.transpose
-    case("transpose 4032x2048 f32", "batched_transpose",
-         [{}, dict(BX=32, BY=32, NTH=128), dict(BX=32, BY=64, NTH=128), dict(BX=64, BY=64, NTH=256),
-          dict(BX=32, BY=32, NTH=64), dict(BX=64, BY=64, NTH=128)],
-         lambda: (torch.randn((4032, 2048), device="cuda"),), T.transpose)
-    case("transpose 4032x2048 bf16", "batched_transpose",
-         [{}, dict(BX=32, BY=32, NTH=128), dict(BX=32, BY=64, NTH=128), dict(BX=64, BY=64, NTH=128)],
-         lambda: (torch.randn((4032, 2048), device="cuda").bfloat16(),), T.transpose)
-    case("batched_transpose 32x4032x2048 bf16", "batched_transpose",
-         [{}, dict(NTH=512), dict(NTH=128), dict(BPS=3), dict(BPS=4), dict(BX=64, BY=128)],
-         lambda: (torch.randn((32, 4032, 2048), device="cuda").bfloat16(),), T.batched_transpose)
-    tc = torch.compile(lambda x: x.transpose(1, 2).contiguous(), dynamic=False)
-    case("batched_transpose 32x4032x2048 bf16 torch.compile", "none", [{}],
-         lambda: (torch.randn((32, 4032, 2048), device="cuda").bfloat16(),), tc)
-    tc2 = torch.compile(lambda x: x.T.contiguous(), dynamic=False)
-    case("transpose 4032x2048 f32 torch.compile", "none", [{}],
-         lambda: (torch.randn((4032, 2048), device="cuda"),), tc2)
+    for npt in (32, 128):
+        case(f"per_channel_cast_and_transpose npt={npt} 16384x7168", "per_channel_cast_transpose", [{}],
+             randn(16384, 7168), lambda x, npt=npt: Q.per_channel_cast_and_transpose(x, "e4m3", npt, True))
+    case("swiglu_per_channel npt=32 16384x2x3584", "per_channel_cast_transpose", [{}], randn(16384, 2 * 3584),
+         lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 32, True))
+    case("swiglu_per_channel npt=128 16384x2x3584", "per_channel_cast_transpose", [{}], randn(16384, 2 * 3584),
+         lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
+    case("per_token_cast e2m1 n=32 16384x7168", "per_token_cast", [{}], randn(16384, 7168),
+         lambda x: Q.per_token_cast(x, "e2m1", 32, **PK))
+    case("per_token_cast e4m3 n=128 16384x7168", "per_token_cast", [{}], randn(16384, 7168),
+         lambda x: Q.per_token_cast(x, "e4m3", 128, **PK))
+    case("per_block_cast e4m3 16384x7168", "per_block_cast", [{}], randn(16384, 7168),
+         lambda x: Q.per_block_cast(x, "e4m3", (128, 128), **PK))
+    case("swiglu_forward n=128 16384x2x3584", "swiglu_per_token_cast", [{}], randn(16384, 2 * 3584),
+         lambda x: Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, **PK))
 
 
 def main():

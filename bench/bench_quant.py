@@ -113,6 +113,15 @@ def main():
               lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True),
               lambda x: (lambda r: (r[0].T.contiguous(), r[1]))(
                   R.cast(R.swiglu_forward(x).bfloat16(), "e4m3", (128, 1), round_sf=True)), i == 0)
+    # the other forms of the spec's benchmark grid (num_per_tokens 32, without_transpose), at one shape each
+    bench("per_channel_cast_and_transpose npt=32", "8064x7168 bf16", randn(8064, 7168),
+          lambda x: Q.per_channel_cast_and_transpose(x, "e4m3", 32, True), None, False)
+    for npt, wt in ((32, False), (128, True), (32, True)):
+        bench(f"swiglu_forward_and_per_channel_cast npt={npt}{' without_transpose' if wt else ''}", "8064x2x3584 bf16",
+              randn(8064, 2 * 3584),
+              lambda x, npt=npt, wt=wt: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", npt, True,
+                                                                                             without_transpose=wt),
+              None, False)
     for i, (t, hh, k) in enumerate([(8192, 3584, 4), (4096, 2048, 8)]):
         def mk(t=t, hh=hh, k=k):
             n = t

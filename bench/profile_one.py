@@ -4,7 +4,8 @@ made and the function warmed up first; the profiled call is the last one.
 
 WHAT: swiglu_backward (8192 x 2 x 3584, 4 slots per token), per_block_cast_lossless (16384 x 7168),
 mask_indices_by_tp (4001 x 8 int64; tilec's kernel and torch.compile's, each called last),
-batched_transpose (8 x 4032 x 7168 bf16; tilec's and torch.compile's),
+batched_transpose (8 x 4032 x 7168 bf16; tilec's and torch.compile's), per_channel_t32 and
+per_channel_t128 (per_channel_cast_and_transpose of 16384 x 7168, one scale per 32 / 128 rows),
 per_token_cast_e2m1, per_block_cast_e2m1, cast_back_e2m1 (16384 x 7168, packed UE8M0 scales),
 swiglu_forward (16384 x 2 x 3584, n = 128, packed scales), swiglu_per_channel (the same x, per-channel
 cast with transposed output).
@@ -84,6 +85,16 @@ def mask_indices_by_tp():
     return both
 
 
+def per_channel_t32():
+    x = torch.randn((16384, 7168), device="cuda").bfloat16()
+    return lambda: Q.per_channel_cast_and_transpose(x, "e4m3", 32, True)
+
+
+def per_channel_t128():
+    x = torch.randn((16384, 7168), device="cuda").bfloat16()
+    return lambda: Q.per_channel_cast_and_transpose(x, "e4m3", 128, True)
+
+
 def batched_transpose():
     x = torch.randn((8, 4032, 7168), device="cuda").bfloat16()
     ref = torch.compile(lambda v: v.transpose(1, 2).contiguous(), dynamic=False)
@@ -99,7 +110,8 @@ if __name__ == "__main__":
           "per_block_cast_lossless": per_block_cast_lossless,
           "mask_indices_by_tp": mask_indices_by_tp, "per_token_cast_e2m1": per_token_cast_e2m1,
           "per_block_cast_e2m1": per_block_cast_e2m1, "cast_back_e2m1": cast_back_e2m1,
-          "batched_transpose": batched_transpose}[sys.argv[1]]()
+          "batched_transpose": batched_transpose, "per_channel_t32": per_channel_t32,
+          "per_channel_t128": per_channel_t128}[sys.argv[1]]()
     for _ in range(3):
         fn()
     torch.cuda.synchronize()

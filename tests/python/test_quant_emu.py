@@ -384,6 +384,20 @@ def test_silu_lut_every_bf16():
         bad.item(), int(lo.item()) & 0xFFFF)
 
 
+def test_div_by_format_max_sample():
+    # sf_pair's division by 448 / 6 (dsl/quant.tl) against the IEEE division on 16 Mi f32 bit
+    # patterns spread over the whole range (every f32 on the H200: tests/gpu/test_math_exhaustive.py)
+    from tilec import _runtime
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu", "math_exhaustive.tl")
+    lib = _runtime._rt.open(source=src)
+    bad = torch.zeros(2, dtype=torch.int32)
+    lo = torch.full((2,), -1, dtype=torch.int32)
+    lo32 = _runtime.Arg(lo.data_ptr(), "u32", (2,), (1,), lo)   # torch 1.13 has no uint32
+    lib.kernel("div_by_format_max_exhaustive", ("G=256",)).launch(bad, lo32, 257, stream=0)
+    assert bad.tolist() == [0, 0], "inputs that differ: /448 %d (first 0x%08x), /6 %d (first 0x%08x)" % (
+        bad[0].item(), int(lo[0].item()) & 0xFFFFFFFF, bad[1].item(), int(lo[1].item()) & 0xFFFFFFFF)
+
+
 @pytest.mark.parametrize("npt, rnd, without_transpose, clamp, hh, t", SWP, ids=str)
 def test_swiglu_forward_per_channel(npt, rnd, without_transpose, clamp, hh, t):
     x = sample(t, 2 * hh, torch.bfloat16, scale=4.0)  # |x| > 10 for a few elements: both clamps act

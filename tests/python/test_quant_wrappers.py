@@ -395,14 +395,42 @@ def test_per_channel_cast_and_transpose(rec, npt):
 
 @pytest.mark.parametrize("without_transpose", [False, True])
 @pytest.mark.parametrize("clamp", [None, 0.5])
-def test_swiglu_per_channel(rec, without_transpose, clamp):
+def test_swiglu_per_channel(rec, fresh_silu_lut, without_transpose, clamp):
     out, sf = Q.swiglu_forward_and_per_channel_cast_and_transpose(bf(128, 2 * 576), "e4m3", 32,
                                                                    without_transpose=without_transpose,
                                                                    swiglu_clamp_value=clamp)
     assert out.shape == ((128, 576) if without_transpose else (576, 128)) and sf.shape == (4, 576)
-    g, args = rec.calls[0][1], rec.calls[0][2]
+    g, args = rec.calls[-1][1], rec.calls[-1][2]
     assert g["SWIGLU"] == "true" and g["CLAMP"] == ("true" if clamp else "false")
     assert args[-1] == (clamp or 0.0)
+
+
+@pytest.fixture
+def fresh_silu_lut():
+    from tilec.quant import per_channel
+    per_channel._silu_luts.clear()   # a table made under the recorder is not a real one
+    yield
+    per_channel._silu_luts.clear()
+
+
+def test_swiglu_per_channel_silu_table(rec, fresh_silu_lut):
+    sw = Q.swiglu_forward_and_per_channel_cast_and_transpose
+    sw(bf(256, 2 * 640), "e4m3", 128)
+    assert [c[0] for c in rec.calls] == ["silu_table", "per_channel_cast_transpose"]
+    g, args = rec.calls[1][1], rec.calls[1][2]
+    assert g["silu_lut"] == "present" and g["STAGES"] == "2" and args[4] is rec.calls[0][2][0]
+    assert args[4].shape == (8196,) and args[4].dtype == torch.float32
+    # the table is made once per device; untransposed with one scale per 128 rows: persistent too
+    sw(bf(256, 2 * 640), "e4m3", 128, without_transpose=True)
+    assert rec.calls[2][0] == "per_channel_cast_transpose" and rec.calls[2][1]["silu_lut"] == "present"
+    assert rec.calls[2][1]["STAGES"] == "2" and rec.calls[2][2][4] is args[4]
+    # transposed with one scale per 32 rows (measured slower with it), or a clamp that is not a
+    # bf16 value (the clamped gate would not be one): computed
+    sw(bf(256, 2 * 640), "e4m3", 32)
+    sw(bf(256, 2 * 640), "e4m3", 128, swiglu_clamp_value=0.3)
+    assert [c[1]["silu_lut"] for c in rec.calls[3:]] == ["absent", "absent"]
+    sw(bf(256, 2 * 640), "e4m3", 128, swiglu_clamp_value=0.5)
+    assert rec.calls[5][1]["silu_lut"] == "present"
 
 
 def test_transpose_cast_errors(rec):
@@ -431,6 +459,13 @@ def test_swiglu_forward_per_token(rec):
     assert args[-2:] == (10.0, 1e-3) and args[7] is cnt
     bm, bk, vec = int(g["BM"]), int(g["BK"]), int(g["VEC"])
     assert bk % 128 == 0 and 1024 % bk == 0 and bk % vec == 0
+    # sf_clamp_min >= 1e-4: the kernel's default FASTDIV (the checked corrected product); below it
+    # the IEEE division
+    assert "FASTDIV" not in g
+    Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, sf_clamp_min=1e-6)
+    assert rec.calls[1][1]["FASTDIV"] == "false"
+    Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128)
+    assert "FASTDIV" not in rec.calls[2][1]
 
 
 def test_swiglu_tile_shapes():

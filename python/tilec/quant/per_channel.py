@@ -136,18 +136,20 @@ def _transpose_cast(x, npt, round_sf, without_transpose, clamp, swiglu, fn):
     # the blocks at work together write whole rows of the transposed output): 91.9 against 88.3
     # (8064 rows: 85.9 against 84.7; one scale per 32 rows 45.6 against 45.1); with SwiGLU 0.6-0.9
     # points slower, not taken (call 3).
+    # SwiGLU untransposed with one scale per 128 rows: persistent with the table 80.6 against 37.4
+    # one tile per block (65.5 persistent without it; call 15).
     cfg = dict(BK=64)
     if not swiglu and npt == 128 and HO % 128 == 0:
         cfg = dict(BK=128, STAGES=3, WAVES=1, YMAJOR=not without_transpose)
-    elif npt == 32 or (swiglu and not without_transpose):
+    elif npt == 32 or swiglu:
         cfg = dict(BK=64, STAGES=2, WAVES=2, YMAJOR=not swiglu and not without_transpose)
     # SwiGLU in persistent blocks: the SiLU of the gate half looked up in a table of its values in
-    # shared memory (loaded once per block), when the clamped gate is still a bf16 value: 68.4
-    # against 64.0 % of the copy ceiling at 16384 x 2 x 3584, 57.8 against 56.3 at 8192 x 2 x 2048,
-    # one scale per 32 rows untransposed 49.4 against 47.9; transposed with one scale per 32 rows
-    # 37.6 against 46.5, so not there (H200, session 15 call 9)
+    # shared memory (loaded once per block), when the clamped gate is still a bf16 value: 77.5
+    # against 64.4 % of the copy ceiling at 16384 x 2 x 3584, 64.2 against 56.3 at 8192 x 2 x 2048
+    # (H200, session 15 call 13); one scale per 32 rows untransposed 49.4 against 47.9 (call 9);
+    # transposed with one scale per 32 rows 39.0 against 46.1, so not there (call 15)
     lut = None
-    if (USE_SILU_LUT and swiglu and cfg.get("STAGES", 0) > 0 and (npt == 128) != without_transpose
+    if (USE_SILU_LUT and swiglu and (FORCE_SILU_LUT or (cfg.get("STAGES", 0) > 0 and (npt == 128 or without_transpose)))
             and (clamp is None or float(torch.tensor(float(clamp)).bfloat16()) == float(clamp))):
         lut = silu_lut(x.device)
     k = kernel("per_channel_cast_transpose", SWIGLU=swiglu, NPT=npt, ROUND=round_sf, CLAMP=clamp is not None, **cfg,
@@ -158,6 +160,7 @@ def _transpose_cast(x, npt, round_sf, without_transpose, clamp, swiglu, fn):
 
 
 USE_SILU_LUT = True
+FORCE_SILU_LUT = False   # the table in every SwiGLU configuration (for A/B runs)
 SILU_LUT_SIZE = 8196   # dsl/quant.tl
 _silu_luts = {}
 
