@@ -369,33 +369,33 @@ SWP = rotate(list(itertools.product([32, 128], [False, True], [False, True], [No
              [576, 640], [128, 256, 128, 0])
 
 
+def run_exhaustive_check(kernel, generics, n, *inputs, scalars=()):
+    """Launches a checking kernel of tests/gpu/math_exhaustive.tl on the emulator with its counters
+    (bad: i32[n], zeros) and first failing inputs (lo: u32[n], all ones) after `inputs`; returns
+    (bad, lo) as lists of Python ints."""
+    from tilec import _runtime
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu", "math_exhaustive.tl")
+    bad = torch.zeros(n, dtype=torch.int32)
+    lo = torch.full((n,), -1, dtype=torch.int32)
+    lo32 = _runtime.Arg(lo.data_ptr(), "u32", (n,), (1,), lo)   # torch 1.13 has no uint32
+    _runtime._rt.open(source=src).kernel(kernel, generics).launch(*inputs, bad, lo32, *scalars, stream=0)
+    return bad.tolist(), [int(v) & 0xFFFFFFFF for v in lo.tolist()]
+
+
 def test_silu_lut_every_bf16():
     # the per-channel SwiGLU's SiLU table (built by the kernel silu_table) read as the kernel reads
-    # it, against silu() on all 65536 bf16 values (tests/gpu/math_exhaustive.tl)
-    from tilec import _runtime
+    # it, against silu() on all 65536 bf16 values
     from tilec.quant.per_channel import silu_lut
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu", "math_exhaustive.tl")
-    lib = _runtime._rt.open(source=src)
-    bad = torch.zeros(1, dtype=torch.int32)
-    lo = torch.full((1,), -1, dtype=torch.int32)
-    lo32 = _runtime.Arg(lo.data_ptr(), "u32", (1,), (1,), lo)   # torch 1.13 has no uint32
-    lib.kernel("silu_lut_exhaustive", ()).launch(silu_lut(torch.device("cpu")), bad, lo32, stream=0)
-    assert bad.item() == 0, "bf16 values whose table SiLU differs: %d (first 0x%04x)" % (
-        bad.item(), int(lo.item()) & 0xFFFF)
+    bad, lo = run_exhaustive_check("silu_lut_exhaustive", (), 1, silu_lut(torch.device("cpu")))
+    assert bad == [0], "bf16 values whose table SiLU differs: %d (first 0x%04x)" % (bad[0], lo[0] & 0xFFFF)
 
 
 def test_div_by_format_max_sample():
     # sf_pair's division by 448 / 6 (dsl/quant.tl) against the IEEE division on 16 Mi f32 bit
     # patterns spread over the whole range (every f32 on the H200: tests/gpu/test_math_exhaustive.py)
-    from tilec import _runtime
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu", "math_exhaustive.tl")
-    lib = _runtime._rt.open(source=src)
-    bad = torch.zeros(2, dtype=torch.int32)
-    lo = torch.full((2,), -1, dtype=torch.int32)
-    lo32 = _runtime.Arg(lo.data_ptr(), "u32", (2,), (1,), lo)   # torch 1.13 has no uint32
-    lib.kernel("div_by_format_max_exhaustive", ("G=256",)).launch(bad, lo32, 257, stream=0)
-    assert bad.tolist() == [0, 0], "inputs that differ: /448 %d (first 0x%08x), /6 %d (first 0x%08x)" % (
-        bad[0].item(), int(lo[0].item()) & 0xFFFFFFFF, bad[1].item(), int(lo[1].item()) & 0xFFFFFFFF)
+    bad, lo = run_exhaustive_check("div_by_format_max_exhaustive", ("G=256",), 2, scalars=(257,))
+    assert bad == [0, 0], "inputs that differ: /448 %d (first 0x%08x), /6 %d (first 0x%08x)" % (
+        bad[0], lo[0], bad[1], lo[1])
 
 
 @pytest.mark.parametrize("npt, rnd, without_transpose, clamp, hh, t", SWP, ids=str)
