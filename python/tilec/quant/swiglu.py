@@ -170,10 +170,8 @@ def swiglu_backward_and_per_token_cast(x, grad_out: torch.Tensor, weight: torch.
     bk = _row_tile(hh, n, 512)
     small = n != hh
     bm, vec = tile_shape(bk, nthreads=128, max_elems=1024 if small else 2048, vecs=(16, 8, 4, 2, 1))
-    # blocks along the rows (XMAJOR): 79.9 against 74.1 % of the copy ceiling at 8192 x 2 x 3584,
-    # 69.6 against 69.0 at 4096 x 2 x 2048 (H200, session 15 call 6)
     k = kernel("swiglu_backward_per_token_cast", HH=hh, G=n, ROUND=round_sf, CLAMP=swiglu_clamp_value is not None,
-               BK=bk, BM=bm, VEC=vec, NTH=128, BPS=9 if small else 0, XMAJOR=True)
+               BK=bk, BM=bm, VEC=vec, NTH=128, BPS=9 if small else 0)
     clamp = 0.0 if swiglu_clamp_value is None else float(swiglu_clamp_value)
     k.launch(xq, xs, grad, weight, pos_to_token_topk, out, gq, gsf, xg, wg, clamp, stream=_runtime.stream(xq))
     return out, (gq, gsf), xg, wg
