@@ -674,6 +674,17 @@ static int yyreport_syntax_error(const yypcontext_t *pctx, void *scanner, ParseC
         PUT_SYMBOL(&msg, found);
     }
 #undef PUT_SYMBOL
+    /* a comparison where a generic argument list expects '>' or ',': the '>' of a comparison
+     * would close the list, so such arguments need parentheses */
+    bool expects_close = false;
+    for (int i = 0; i < n; i++)
+        expects_close |= strcmp(yysymbol_name(expected[i]), "'>'") == 0;
+    static const char *const cmp_ops[] = {"==", "!=", "<=", ">=", "<", "&&", "||"};
+    for (size_t i = 0; expects_close && i < sizeof cmp_ops / sizeof cmp_ops[0]; i++)
+        if (loc.end - loc.begin == strlen(cmp_ops[i]) && memcmp(ctx->text + loc.begin, cmp_ops[i], loc.end - loc.begin) == 0) {
+            sb_puts(&msg, "; a generic argument with a comparison goes in parentheses: f::<(A == B)>");
+            break;
+        }
     /* a missing ';' is reported after the previous token, where it belongs (end of file is
      * not a token from the scanner: the previous token is the last one) */
     uint32_t prev_end = found == YYSYMBOL_YYEOF ? ctx->tok_end : ctx->prev_tok_end;
