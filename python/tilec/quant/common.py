@@ -1,7 +1,9 @@
 """Scale-factor layouts and argument plumbing shared by the quantisation functions (spec
 quant-transpose.md §0.2, §1.4-§1.6): output allocation in the three layouts, reading an input
 scale tensor's layout from its strides, FP4 views, and the kernel-launch helper."""
+import ctypes
 import functools
+import struct
 
 import torch
 
@@ -111,6 +113,17 @@ def input_sf_args(x_sf: torch.Tensor, nm: int, nk: int, fn: str, name: str = "x_
     if x_sf.stride(0) != 1 and x_sf.stride(1) != 1 and x_sf.numel() > 1:
         raise ValueError(f"{fn}: {name} must be row-major or column-major, got strides {tuple(x_sf.stride())}")
     return x_sf, None
+
+
+def f32(x: float) -> float:
+    """x rounded to f32 (to nearest, inf beyond the range), as a kernel's f32 scalar receives it."""
+    return ctypes.c_float(x).value
+
+
+def is_bf16_value(x: float) -> bool:
+    """Whether x is exactly a bf16 value (an f32 whose low 16 bits are zero); NaN is not."""
+    v = f32(x)
+    return v == x and struct.unpack("<I", struct.pack("<f", v))[0] & 0xFFFF == 0
 
 
 def pow2_divisor(v: int, cap: int) -> int:

@@ -5,7 +5,7 @@ from typing import Optional
 import torch
 
 from .. import _runtime
-from .common import ceil_div, kernel, require_cuda
+from .common import ceil_div, is_bf16_value, kernel, require_cuda
 
 _FLOAT_IN = {torch.bfloat16: "bf16", torch.float32: "f32"}
 
@@ -147,10 +147,11 @@ def _transpose_cast(x, npt, round_sf, without_transpose, clamp, swiglu, fn):
     # shared memory (loaded once per block), when the clamped gate is still a bf16 value: 77.5
     # against 64.4 % of the copy ceiling at 16384 x 2 x 3584, 64.2 against 56.3 at 8192 x 2 x 2048
     # (H200, session 15 call 13); one scale per 32 rows untransposed 49.4 against 47.9 (call 9);
-    # transposed with one scale per 32 rows 39.0 against 46.1, so not there (call 15)
+    # transposed with one scale per 32 rows 39.0 against 46.1, so not there (call 15). Every SwiGLU
+    # configuration above is persistent, which the table (loaded once per block) needs.
     lut = None
-    if (USE_SILU_LUT and swiglu and (FORCE_SILU_LUT or (cfg.get("STAGES", 0) > 0 and (npt == 128 or without_transpose)))
-            and (clamp is None or float(torch.tensor(float(clamp)).bfloat16()) == float(clamp))):
+    if (USE_SILU_LUT and swiglu and (npt == 128 or without_transpose)
+            and (clamp is None or is_bf16_value(float(clamp)))):
         lut = silu_lut(x.device)
     k = kernel("per_channel_cast_transpose", SWIGLU=swiglu, NPT=npt, ROUND=round_sf, CLAMP=clamp is not None, **cfg,
                has_outt=not without_transpose, has_outn=without_transpose, has_silu_lut=lut is not None)
@@ -159,8 +160,7 @@ def _transpose_cast(x, npt, round_sf, without_transpose, clamp, swiglu, fn):
     return out, sf
 
 
-USE_SILU_LUT = True
-FORCE_SILU_LUT = False   # the table in every SwiGLU configuration (for A/B runs)
+USE_SILU_LUT = True   # False: silu() computed (for A/B runs)
 SILU_LUT_SIZE = 8196   # dsl/quant.tl
 _silu_luts = {}
 

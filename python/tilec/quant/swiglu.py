@@ -4,7 +4,7 @@ from typing import Optional
 import torch
 
 from .. import _runtime
-from .common import alloc_scaling_factors, check_layout_flags, kernel, require_cuda, sf_out_args, tile_shape
+from .common import alloc_scaling_factors, check_layout_flags, f32, kernel, require_cuda, sf_out_args, tile_shape
 
 _FLOAT_IN = {torch.bfloat16: "bf16", torch.float32: "f32"}
 
@@ -98,7 +98,7 @@ def swiglu_forward_and_per_token_cast(x: torch.Tensor, fmt: str, num_per_channel
     # the scales' division by 448 as a corrected product (dsl/quant.tl: div_by_format_max, checked
     # for amax >= 1e-4): 93.0 against 90.6 % of the copy ceiling at 16384 x 2 x 3584 (H200, session
     # 15 call 17); a smaller sf_clamp_min keeps the IEEE division
-    fast = bool(torch.tensor(cmin, dtype=torch.float32) >= torch.tensor(1e-4, dtype=torch.float32))
+    fast = f32(cmin) >= f32(1e-4)
     k = kernel("swiglu_per_token_cast", T=_FLOAT_IN[x.dtype], HH=hh, G=n, ROUND=round_sf,
                CLAMP=swiglu_clamp_value is not None, COUNT=clamped_count is not None, BK=bk, BM=bm, VEC=vec, NTH=128,
                BPS=bps, **({} if fast else dict(FASTDIV=False)),
