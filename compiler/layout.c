@@ -33,7 +33,7 @@ void layout_add_mode(Layout *l, int size, int div, bool thread, int dim, int64_t
     m->stride = stride;
 }
 
-Layout *layout_default(Arena *a, int rank, const int64_t *shape, int nthreads, int vec, int tpr)
+Layout *layout_default(Arena *a, int rank, const int64_t *shape, int nthreads, int vec, int tpr, int row_run)
 {
     Layout *l = ARENA_NEW(a, Layout);
     l->nthreads = nthreads;
@@ -46,9 +46,14 @@ Layout *layout_default(Arena *a, int rank, const int64_t *shape, int nthreads, i
     int64_t threads_left = nthreads;
     layout_add_mode(l, (int)v, reg_div, false, last, 1);
     reg_div *= (int)v;
+    /* row_run: runs of consecutive rows per thread, so that a reduction down the rows in groups
+     * of the run (or a multiple of it) starts in registers and leaves fewer replicated results */
+    int64_t rr = rank >= 2 && row_run > 1 ? gcd64(row_run, shape[last - 1]) : 1;
+    layout_add_mode(l, (int)rr, reg_div, false, last - 1, 1);
+    reg_div *= (int)rr;
     int64_t rest[TL_MAX_RANK], rest_stride[TL_MAX_RANK];
     for (int d = last; d >= 0; d--) {
-        int64_t base = d == last ? v : 1;
+        int64_t base = d == last ? v : d == last - 1 ? rr : 1;
         int64_t ext = shape[d] / base;
         int64_t tx = gcd64(threads_left, ext);
         if (d == last && tpr > 0 && tx > tpr && tx % tpr == 0)
@@ -317,7 +322,7 @@ static void assign_default(LayoutPass *P, TBuf *f, int mem_es)
     if (f->layout || f->scope != SC_FRAG)
         return;
     int v = choose_vec(P->k, f, mem_es);
-    f->layout = layout_default(P->k->arena, f->rank, f->shape, P->k->nthreads, v, f->tpr_hint);
+    f->layout = layout_default(P->k->arena, f->rank, f->shape, P->k->nthreads, v, f->tpr_hint, f->row_run_hint);
 }
 
 static bool region_is_whole(const Region *r)

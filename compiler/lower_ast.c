@@ -663,6 +663,8 @@ static void lower_stmt(Lower *L, Stmt *st)
                 buf->vec_hint = (int)st->layout_args.v[i]->cv.i;
             else if (!strcmp(st->layout_names[i], "threads_per_row"))
                 buf->tpr_hint = (int)st->layout_args.v[i]->cv.i;
+            else if (!strcmp(st->layout_names[i], "row_run"))
+                buf->row_run_hint = (int)st->layout_args.v[i]->cv.i;
         }
         Bind *b = bind_of(L, s);
         b->kind = BIND_BUF;

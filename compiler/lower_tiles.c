@@ -313,7 +313,7 @@ static TStmt *lower_transposing_copy(LT *L, TStmt *s, TStmt *out)
         grid[0] /= h;
         grid[1] *= h;
     }
-    Layout *lay = layout_default(k->arena, 2, grid, k->nthreads, 1, 0);
+    Layout *lay = layout_default(k->arena, 2, grid, k->nthreads, 1, 0, 0);
     int64_t n = (int64_t)v * v;
     TBuf *in = tir_buf(k, "tin", SC_LOCAL, src->buf->dt, 1, &n);
     TBuf *tr = tir_buf(k, "tout", SC_LOCAL, src->buf->dt, 1, &n);
@@ -398,7 +398,7 @@ static TStmt *lower_copy_body(LT *L, TStmt *s)
         int vec = 16 / es;
         if (g->dt == DT_E2M1)
             vec = 32;
-        lay = layout_default(k->arena, rank, shape, k->nthreads, vec, 0);
+        lay = layout_default(k->arena, rank, shape, k->nthreads, vec, 0, 0);
     }
     if (sfrag && dfrag) {
         const Layout *a = sfrag->layout, *b = dfrag->layout;
@@ -523,7 +523,7 @@ static TStmt *lower_fill(LT *L, TStmt *s)
     for (int i = 0; i < dst->rank; i++)
         shape[i] = dst->extent[i];
     int nt = b->scope == SC_LOCAL ? 1 : k->nthreads;
-    Layout *lay = layout_default(k->arena, dst->rank, shape, nt, 1, 0);
+    Layout *lay = layout_default(k->arena, dst->rank, shape, nt, 1, 0, 0);
     for (int r = 0; r < lay->nregs; r++) {
         TExpr *idx[TL_MAX_RANK];
         for (int d = 0; d < b->rank; d++)
@@ -945,7 +945,7 @@ static TStmt *lower_parallel(LT *L, TStmt *s)
     } else {
         const Layout *lay = t->layout;
         if (t->scope == SC_SHARED)
-            lay = layout_default(k->arena, t->rank, t->shape, k->nthreads, 1, 0);
+            lay = layout_default(k->arena, t->rank, t->shape, k->nthreads, 1, 0, 0);
         S.lay = t->scope == SC_FRAG ? lay : NULL;
         S.leader = layout_leader_pred(L->k, lay);
         TExpr *tc[TL_MAX_RANK];

@@ -525,7 +525,7 @@ static bool prepare_split(TKernel *k, Split *X, const TStmt *c, Subst *S, TExpr 
     int64_t shape[TL_MAX_RANK];
     for (int i = 0; i < X->src.rank; i++)
         shape[i] = X->src.extent[i];
-    Layout *lay = layout_default(k->arena, X->src.rank, shape, k->nthreads, 32 / X->nib, 0);
+    Layout *lay = layout_default(k->arena, X->src.rank, shape, k->nthreads, 32 / X->nib, 0, 0);
     X->lay = lay;
     for (int i = 0; i < X->src.rank; i++)
         X->tc[i] = layout_thread_coord(k, lay, i);

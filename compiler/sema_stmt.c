@@ -149,8 +149,8 @@ static void check_storage(SemaCtx *s, Stmt *st)
         }
         for (int i = 0; ok && i < st->layout_args.n; i++) {
             const char *nm = st->layout_names[i];
-            if (strcmp(nm, "vec") != 0 && strcmp(nm, "threads_per_row") != 0) {
-                ERR(st->layout_args.v[i]->loc, "unknown layout argument '%s'; a frag layout takes 'vec' and 'threads_per_row'", nm);
+            if (strcmp(nm, "vec") != 0 && strcmp(nm, "threads_per_row") != 0 && strcmp(nm, "row_run") != 0) {
+                ERR(st->layout_args.v[i]->loc, "unknown layout argument '%s'; a frag layout takes 'vec', 'threads_per_row' and 'row_run'", nm);
                 ok = false;
                 break;
             }

@@ -68,6 +68,7 @@ struct TBuf {
     Layout *layout;
     int vec_hint;                 /* layout(vec = n) */
     int tpr_hint;                 /* layout(threads_per_row = n) */
+    int row_run_hint;             /* layout(row_run = n) */
     /* shared */
     int64_t smem_offset;          /* bytes from the start of dynamic shared memory */
     int64_t row_pad;              /* extra elements at the end of each innermost row */
@@ -300,7 +301,8 @@ TStmt *lower_gemm(TKernel *k, TStmt *s, bool *ok);   /* lower_gemm.c: gemm -> ld
 TStmt *lower_cumsum(TKernel *k, TStmt *s, bool *ok); /* lower_cumsum.c: prefix sums along a dim */
 
 /* layout helpers (layout.c) */
-Layout *layout_default(Arena *a, int rank, const int64_t *shape, int nthreads, int vec, int threads_per_row);
+Layout *layout_default(Arena *a, int rank, const int64_t *shape, int nthreads, int vec, int threads_per_row,
+                       int row_run);
 Layout *layout_reduce(Arena *a, const Layout *src, int dim, int group);
 Layout *layout_refine_for_reduce(Arena *a, const Layout *src, int dim, int group);
 /* elements per vector of a transposing copy through shared memory (micro-tiles V x V) */

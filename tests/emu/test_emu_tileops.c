@@ -1,7 +1,8 @@
 /* test_emu_tileops.c — tile operations beyond the shipped kernels on the emulator, with the
- * racecheck on: block-wide and 2-D cumsum (tests/codegen/tileops/cumsum.tl) and pipelined
- * copy-and-sum loops (pipe_sum.tl), against sequential references; the inputs are integers
- * (or integer-valued floats) so that every summation order gives the same bits. */
+ * racecheck on: block-wide and 2-D cumsum (tests/codegen/tileops/cumsum.tl), pipelined
+ * copy-and-sum loops (pipe_sum.tl) and frag layouts with runs of rows per thread (row_run.tl),
+ * against sequential references; the inputs are integers (or integer-valued floats) so that
+ * every summation order gives the same bits. */
 #include "emu_harness.h"
 
 #include <stdio.h>
@@ -101,8 +102,61 @@ static void test_pipe_sum(const char *kernel, int R, int C)
     eh_free(&k);
 }
 
+/* row_run.tl: grouped max down the rows, row sums, the broadcast difference and its transpose */
+static void test_row_run(int rr, int g, int vec)
+{
+    char gen[3][32];
+    snprintf(gen[0], 32, "RR=%d", rr);
+    snprintf(gen[1], 32, "G=%d", g);
+    snprintf(gen[2], 32, "VEC=%d", vec);
+    const char *gv[3] = {gen[0], gen[1], gen[2]};
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/codegen/tileops/row_run.tl", eh_source_dir());
+    EhKernel k;
+    if (!eh_compile(path, NULL, "row_run_ops", gv, 3, &k)) {
+        eh_failures++;
+        return;
+    }
+    enum { R = 128, C = 64 };
+    static float x[R * C], gmax[R * C], rsum[R], y[R * C], yt[C * R];
+    uint64_t seed = 77 + (uint64_t)rr * 131 + (uint64_t)g;
+    for (int i = 0; i < R * C; i++)
+        x[i] = (float)((int)(eh_rand(&seed) % 2001) - 1000);
+    int64_t xs[2] = {R, C}, gs[2] = {R / g, C}, rs[1] = {R}, ts[2] = {C, R};
+    EhArg a[5] = {eh_tensor(x, 2, xs, NULL), eh_tensor(gmax, 2, gs, NULL), eh_tensor(rsum, 1, rs, NULL),
+                  eh_tensor(y, 2, xs, NULL), eh_tensor(yt, 2, ts, NULL)};
+    char err[2048];
+    tl_emu_status st = eh_run(&k, a, 5, NULL, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK, "%s: %s", k.key, err);
+    int bad = 0;
+    for (int r = 0; r < R && st == TL_EMU_OK && bad < 4; r++) {
+        float sum = 0.0f;
+        for (int c = 0; c < C; c++) {
+            float m = x[(r / g * g) * C + c];
+            for (int i = r / g * g; i < r / g * g + g; i++)
+                m = x[i * C + c] > m ? x[i * C + c] : m;
+            if (r % g == 0 && gmax[(r / g) * C + c] != m * 2.0f + 1.0f)
+                EH_CHECK(bad++ < 0, "%s: gmax[%d, %d] is %g, want %g", k.key, r / g, c, gmax[(r / g) * C + c],
+                         m * 2.0f + 1.0f);
+            if (y[r * C + c] != x[r * C + c] - m || yt[c * R + r] != x[r * C + c] - m)
+                EH_CHECK(bad++ < 0, "%s: y[%d, %d] is %g, yt %g, want %g", k.key, r, c, y[r * C + c], yt[c * R + r],
+                         x[r * C + c] - m);
+            sum += x[r * C + c];
+        }
+        if (rsum[r] != sum)
+            EH_CHECK(bad++ < 0, "%s: rsum[%d] is %g, want %g", k.key, r, rsum[r], sum);
+    }
+    eh_free(&k);
+}
+
 int main(void)
 {
+    /* runs shorter than, equal to and longer than the group; 32-row runs leave threads over
+     * (a replicated source layout); VEC=1 puts 64 threads along a row */
+    static const int rr_g_vec[][3] = {{1, 32, 4}, {2, 32, 4}, {8, 32, 4}, {8, 8, 4}, {16, 8, 4},
+                                      {8, 128, 4}, {32, 32, 4}, {4, 16, 1}, {8, 32, 1}};
+    for (size_t i = 0; i < sizeof rr_g_vec / sizeof rr_g_vec[0]; i++)
+        test_row_run(rr_g_vec[i][0], rr_g_vec[i][1], rr_g_vec[i][2]);
     test_cumsum_1d(256, false);
     test_cumsum_1d(1024, false);
     test_cumsum_1d(256, true);
