@@ -3,7 +3,7 @@ every one of the 2^32 f32 inputs (tests/gpu/math_exhaustive.tl): silu(x) against
 and sigmoid(x) against 1 / (1 + exp(-x)), where the plain division is PTX div.rn.f32 / rcp.rn.f32.
 One launch of 2^24 threads, about a second on an H200. Also the per-channel SwiGLU cast's SiLU
 table (silu_lut_slot and the table in shared memory) against silu() on every bf16 value, and the
-scale computation's division by 448 / 6 (div_by_format_max) against the IEEE division on every f32
+scale computation's division by 448 / 6 / 65024 (div_by_format_max) against the IEEE division on every f32
 in the ranges the scales use."""
 import os
 
@@ -44,11 +44,11 @@ def test_silu_lut_every_bf16():
 def test_div_by_format_max_every_f32():
     lib = _native.Runtime(cache_dir=os.environ.get("TILEC_CACHE_DIR")).open(
         source=os.path.join(HERE, "math_exhaustive.tl"))
-    bad = torch.zeros(2, dtype=torch.int32, device="cuda")
-    lo = torch.full((2,), -1, dtype=torch.int32, device="cuda")
+    bad = torch.zeros(3, dtype=torch.int32, device="cuda")
+    lo = torch.full((3,), -1, dtype=torch.int32, device="cuda")
     lib.kernel("div_by_format_max_exhaustive", ("G=65536",)).launch(bad, lo.view(torch.uint32), 1,
                                                                     stream=_runtime.stream(bad))
     torch.cuda.synchronize()
     first = [int(v) & 0xFFFFFFFF for v in lo.cpu()]
-    assert bad.tolist() == [0, 0], "inputs that differ: /448 %d (first 0x%08x), /6 %d (first 0x%08x)" % (
-        bad[0].item(), first[0], bad[1].item(), first[1])
+    assert bad.tolist() == [0, 0, 0], "inputs that differ: /448 %d (first 0x%08x), /6 %d (first 0x%08x), " \
+        "/65024 %d (first 0x%08x)" % (bad[0].item(), first[0], bad[1].item(), first[1], bad[2].item(), first[2])

@@ -459,13 +459,17 @@ def test_swiglu_forward_per_token(rec):
     assert args[-2:] == (10.0, 1e-3) and args[7] is cnt
     bm, bk, vec = int(g["BM"]), int(g["BK"]), int(g["VEC"])
     assert bk % 128 == 0 and 1024 % bk == 0 and bk % vec == 0
-    # sf_clamp_min >= 1e-4: the kernel's default FASTDIV (the checked corrected product); below it
-    # the IEEE division
+    # sf_clamp_min >= 448 * 2^-126: the kernel's default FASTDIV (the checked corrected product);
+    # below it (subnormal quotients) the IEEE division
     assert "FASTDIV" not in g
     Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, sf_clamp_min=1e-6)
-    assert rec.calls[1][1]["FASTDIV"] == "false"
-    Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128)
+    assert "FASTDIV" not in rec.calls[1][1]
+    Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, sf_clamp_min=448 * 2.0 ** -126)
     assert "FASTDIV" not in rec.calls[2][1]
+    Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, sf_clamp_min=447 * 2.0 ** -126)
+    assert rec.calls[3][1]["FASTDIV"] == "false"
+    Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, sf_clamp_min=0.0)
+    assert rec.calls[4][1]["FASTDIV"] == "false"
 
 
 def test_swiglu_tile_shapes():

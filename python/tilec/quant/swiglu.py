@@ -95,10 +95,11 @@ def swiglu_forward_and_per_token_cast(x: torch.Tensor, fmt: str, num_per_channel
     # (56 registers) there.
     bps = (9 if clamped_count is not None else 10) if bm * bk == 16 * 128 else 0
     cmin = 1e-4 if sf_clamp_min is None else float(sf_clamp_min)
-    # the scales' division by 448 as a corrected product (dsl/quant.tl: div_by_format_max, checked
-    # for amax >= 1e-4): 93.0 against 90.6 % of the copy ceiling at 16384 x 2 x 3584 (H200, session
-    # 15 call 17); a smaller sf_clamp_min keeps the IEEE division
-    fast = f32(cmin) >= f32(1e-4)
+    # the scales' division by 448 as a corrected product (dsl/quant.tl: div_by_format_max, the IEEE
+    # bits wherever the quotient is a normal number, amax >= 448 * 2^-126): 93.0 against 90.6 % of
+    # the copy ceiling at 16384 x 2 x 3584 (H200, session 15 call 17); a smaller sf_clamp_min (or
+    # 0) keeps the IEEE division
+    fast = f32(cmin) >= 448 * 2.0 ** -126
     k = kernel("swiglu_per_token_cast", T=_FLOAT_IN[x.dtype], HH=hh, G=n, ROUND=round_sf,
                CLAMP=swiglu_clamp_value is not None, COUNT=clamped_count is not None, BK=bk, BM=bm, VEC=vec, NTH=128,
                BPS=bps, **({} if fast else dict(FASTDIV=False)),
