@@ -79,28 +79,24 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 15, seventeenth device call): the scale computation's
-    division by 448 / 6 as a product corrected once (dsl/quant.tl: div_by_format_max) against the
-    IEEE division's subroutine (the kernels of the commit before, scripts/gpu_ab.sh OLD=1), for
-    the casts that compute many scales: one per 32 rows per column above all (Nsight Compute,
-    call 16: 2.2x the instructions of one per 128 rows). Every output compared byte for byte
-    within each run. The cases of earlier calls are in this file's history; every run's log is in
-    bench/results/."""
-    for npt in (32, 128):
-        case(f"per_channel_cast_and_transpose npt={npt} 16384x7168", "per_channel_cast_transpose", [{}],
-             randn(16384, 7168), lambda x, npt=npt: Q.per_channel_cast_and_transpose(x, "e4m3", npt, True))
-    case("swiglu_per_channel npt=32 16384x2x3584", "per_channel_cast_transpose", [{}], randn(16384, 2 * 3584),
-         lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 32, True))
-    case("swiglu_per_channel npt=128 16384x2x3584", "per_channel_cast_transpose", [{}], randn(16384, 2 * 3584),
+    """The cases of the latest run (session 16, second device call): around the new defaults of
+    the per-channel casts with one scale per 32 rows (runs of 8 rows per thread; 3 blocks per SM
+    without SwiGLU, the SiLU table with it): wider tiles, a register cap, more blocks. Every
+    output compared byte for byte within each run. The cases of earlier calls are in this file's
+    history; every run's log is in bench/results/."""
+    for shape in ((8064, 7168), (16384, 7168)):
+        tag = "x".join(map(str, shape))
+        case(f"per_channel_cast_and_transpose npt=32 {tag}", "per_channel_cast_transpose",
+             [{}, {"BPS": 3}, {"BK": 128, "WAVES": 2}, {"BK": 128, "STAGES": 3, "WAVES": 1}, {"STAGES": 3, "WAVES": 2}],
+             randn(*shape), lambda x: Q.per_channel_cast_and_transpose(x, "e4m3", 32, True))
+    for shape in ((8064, 2 * 3584), (16384, 2 * 3584)):
+        tag = f"{shape[0]}x2x{shape[1] // 2}"
+        case(f"swiglu_per_channel npt=32 {tag}", "per_channel_cast_transpose",
+             [{}, {"WAVES": 3}, {"YMAJOR": True}, {"BK": 128, "WAVES": 1}], randn(*shape),
+             lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 32, True))
+    case("swiglu_per_channel npt=128 16384x2x3584", "per_channel_cast_transpose",
+         [{}, {"YMAJOR": True}, {"BK": 128, "WAVES": 1}], randn(16384, 2 * 3584),
          lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
-    case("per_token_cast e2m1 n=32 16384x7168", "per_token_cast", [{}], randn(16384, 7168),
-         lambda x: Q.per_token_cast(x, "e2m1", 32, **PK))
-    case("per_token_cast e4m3 n=128 16384x7168", "per_token_cast", [{}], randn(16384, 7168),
-         lambda x: Q.per_token_cast(x, "e4m3", 128, **PK))
-    case("per_block_cast e4m3 16384x7168", "per_block_cast", [{}], randn(16384, 7168),
-         lambda x: Q.per_block_cast(x, "e4m3", (128, 128), **PK))
-    case("swiglu_forward n=128 16384x2x3584", "swiglu_per_token_cast", [{}], randn(16384, 2 * 3584),
-         lambda x: Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, **PK))
 
 
 def main():

@@ -379,7 +379,7 @@ def test_per_channel_errors(rec, call, msg):
 
 
 @pytest.mark.parametrize("npt", [32, 128])
-def test_per_channel_cast_and_transpose(rec, npt):
+def test_per_channel_cast_and_transpose(rec, fresh_silu_lut, npt):
     out, sf = Q.per_channel_cast_and_transpose(bf(256, 576), "e4m3", npt)
     assert out.shape == (576, 256) and sf.shape == (256 // npt, 576)
     name, g, args = rec.calls[0]
@@ -389,8 +389,13 @@ def test_per_channel_cast_and_transpose(rec, npt):
     Q.per_channel_cast_and_transpose(bf(256, 640), "e4m3", npt)
     g = rec.calls[1][1]
     assert g["YMAJOR"] == "true" and g["STAGES"] in ("2", "3")
+    assert g["BK"] == "128" and g["WAVES"] == "1"
+    # columns in 64s: with one scale per 32 rows 3 blocks per SM (2 with SwiGLU)
+    Q.per_channel_cast_and_transpose(bf(256, 576), "e4m3", npt)
+    g = rec.calls[2][1]
+    assert g["BK"] == "64" and g.get("WAVES") == ("3" if npt == 32 else None)
     Q.swiglu_forward_and_per_channel_cast_and_transpose(bf(256, 2 * 640), "e4m3", npt)
-    assert rec.calls[2][1].get("YMAJOR", "false") == "false"
+    assert rec.calls[-1][1].get("YMAJOR", "false") == "false" and rec.calls[-1][1]["WAVES"] == "2"
 
 
 @pytest.mark.parametrize("without_transpose", [False, True])
@@ -424,13 +429,15 @@ def test_swiglu_per_channel_silu_table(rec, fresh_silu_lut):
     sw(bf(256, 2 * 640), "e4m3", 128, without_transpose=True)
     assert rec.calls[2][0] == "per_channel_cast_transpose" and rec.calls[2][1]["silu_lut"] == "present"
     assert rec.calls[2][1]["STAGES"] == "2" and rec.calls[2][2][4] is args[4]
-    # transposed with one scale per 32 rows (measured slower with it), or a clamp that is not a
-    # bf16 value (the clamped gate would not be one): computed
+    # one scale per 32 rows, transposed and not: the table too
     sw(bf(256, 2 * 640), "e4m3", 32)
+    sw(bf(256, 2 * 640), "e4m3", 32, without_transpose=True)
+    assert [c[1]["silu_lut"] for c in rec.calls[3:]] == ["present", "present"]
+    # a clamp that is not a bf16 value (the clamped gate would not be one): computed
     sw(bf(256, 2 * 640), "e4m3", 128, swiglu_clamp_value=0.3)
-    assert [c[1]["silu_lut"] for c in rec.calls[3:]] == ["absent", "absent"]
+    assert rec.calls[5][1]["silu_lut"] == "absent"
     sw(bf(256, 2 * 640), "e4m3", 128, swiglu_clamp_value=0.5)
-    assert rec.calls[5][1]["silu_lut"] == "present"
+    assert rec.calls[6][1]["silu_lut"] == "present"
 
 
 def test_transpose_cast_errors(rec):

@@ -138,20 +138,26 @@ def _transpose_cast(x, npt, round_sf, without_transpose, clamp, swiglu, fn):
     # points slower, not taken (call 3).
     # SwiGLU untransposed with one scale per 128 rows: persistent with the table 80.6 against 37.4
     # one tile per block (65.5 persistent without it; call 15).
+    # Session 16: with one scale per 32 rows each thread holds runs of 8 rows (the kernel's
+    # row_run), which leaves 74 registers instead of 93: 3 persistent blocks per SM of 128 x 64
+    # tiles, 86.4 against 77.5 with 2 (8064 rows: 82.1 against 74.2; 49.7 / 51.7 before the runs;
+    # call 1); 128 x 128 tiles as for one scale per 128 rows 89.1 against 87.7 (8064 rows: 83.5
+    # against 82.4; call 2).
     cfg = dict(BK=64)
-    if not swiglu and npt == 128 and HO % 128 == 0:
+    if not swiglu and HO % 128 == 0:
         cfg = dict(BK=128, STAGES=3, WAVES=1, YMAJOR=not without_transpose)
     elif npt == 32 or swiglu:
-        cfg = dict(BK=64, STAGES=2, WAVES=2, YMAJOR=not swiglu and not without_transpose)
+        cfg = dict(BK=64, STAGES=2, WAVES=3 if npt == 32 and not swiglu else 2,
+                   YMAJOR=not swiglu and not without_transpose)
     # SwiGLU in persistent blocks: the SiLU of the gate half looked up in a table of its values in
     # shared memory (loaded once per block), when the clamped gate is still a bf16 value: 77.5
     # against 64.4 % of the copy ceiling at 16384 x 2 x 3584, 64.2 against 56.3 at 8192 x 2 x 2048
     # (H200, session 15 call 13); one scale per 32 rows untransposed 49.4 against 47.9 (call 9);
-    # transposed with one scale per 32 rows 39.0 against 46.1, so not there (call 15). Every SwiGLU
+    # transposed with one scale per 32 rows 39.0 against 46.1 (call 15), but with the runs of 8
+    # rows 78.2 against 66.0 (8064 rows: 71.5 against 61.4; session 16 call 1). Every SwiGLU
     # configuration above is persistent, which the table (loaded once per block) needs.
     lut = None
-    if (USE_SILU_LUT and swiglu and (npt == 128 or without_transpose)
-            and (clamp is None or is_bf16_value(float(clamp)))):
+    if USE_SILU_LUT and swiglu and (clamp is None or is_bf16_value(float(clamp))):
         lut = silu_lut(x.device)
     k = kernel("per_channel_cast_transpose", SWIGLU=swiglu, NPT=npt, ROUND=round_sf, CLAMP=clamp is not None, **cfg,
                has_outt=not without_transpose, has_outn=without_transpose, has_silu_lut=lut is not None)
