@@ -79,24 +79,19 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 16, second device call): around the new defaults of
-    the per-channel casts with one scale per 32 rows (runs of 8 rows per thread; 3 blocks per SM
-    without SwiGLU, the SiLU table with it): wider tiles, a register cap, more blocks. Every
-    output compared byte for byte within each run. The cases of earlier calls are in this file's
-    history; every run's log is in bench/results/."""
+    """The cases of the latest run (session 16, third device call): the per-channel cast with one
+    scale per 32 rows in 128 x 128 tiles with each thread's 16 rows in one run (row_run = BK / 8,
+    so two threads share a group's scales instead of four), against the kernels of the commit
+    before (runs of 8 rows; scripts/gpu_ab.sh OLD=1), with 2 blocks per SM (120 registers now).
+    Every output compared byte for byte within each run. The cases of earlier calls are in this
+    file's history; every run's log is in bench/results/."""
     for shape in ((8064, 7168), (16384, 7168)):
         tag = "x".join(map(str, shape))
         case(f"per_channel_cast_and_transpose npt=32 {tag}", "per_channel_cast_transpose",
-             [{}, {"BPS": 3}, {"BK": 128, "WAVES": 2}, {"BK": 128, "STAGES": 3, "WAVES": 1}, {"STAGES": 3, "WAVES": 2}],
+             [{}, {"WAVES": 2}, {"STAGES": 2, "WAVES": 2}, {"BK": 64, "STAGES": 2, "WAVES": 3}],
              randn(*shape), lambda x: Q.per_channel_cast_and_transpose(x, "e4m3", 32, True))
-    for shape in ((8064, 2 * 3584), (16384, 2 * 3584)):
-        tag = f"{shape[0]}x2x{shape[1] // 2}"
-        case(f"swiglu_per_channel npt=32 {tag}", "per_channel_cast_transpose",
-             [{}, {"WAVES": 3}, {"YMAJOR": True}, {"BK": 128, "WAVES": 1}], randn(*shape),
-             lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 32, True))
-    case("swiglu_per_channel npt=128 16384x2x3584", "per_channel_cast_transpose",
-         [{}, {"YMAJOR": True}, {"BK": 128, "WAVES": 1}], randn(16384, 2 * 3584),
-         lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
+    case("per_channel_cast_and_transpose npt=128 16384x7168", "per_channel_cast_transpose", [{}], randn(16384, 7168),
+         lambda x: Q.per_channel_cast_and_transpose(x, "e4m3", 128, True))
 
 
 def main():
