@@ -283,6 +283,9 @@ def test_per_block_cast_lossless(in_block, out_block, out_flags, in_flags, h, t)
     emax = pad.view(nm, out_block[0], nk, out_block[1]).amax(dim=(1, 3)).int()
     want = (torch.clamp(emax - 6, min=0) << 23).view(torch.float32)
     assert torch.equal(RQ._decode_sf(out[1], nk).view(torch.int32), want.view(torch.int32))
+    if out[1].dtype == torch.int32:   # packed: the bytes past the last block column are zeros
+        words = torch.empty(out[1].shape, dtype=torch.int32).copy_(out[1])
+        assert not words.view(torch.uint8).view(words.shape[0], -1)[:, nk:].any()
 
 
 # ---- dequantisation (§2.9-§2.10) -------------------------------------------------------------
