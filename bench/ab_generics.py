@@ -79,20 +79,21 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 16, sixth device call): the lossless FP4 -> FP8 cast
-    for (1, 32) -> (128, 128) blocks with RB / 8 warps per output block and no barrier (kernel
-    per_block_cast_lossless_warp), against the general kernel (USE_LOSSLESS_WARP=False); one warp
-    (RB = 8) measured 59.5 against 70.5 % (call 4), 61.5 with its chunks in flight (call 5). Every output compared byte for byte within each run. The
-    cases of earlier calls are in this file's history; every run's log is in bench/results/."""
-    warp = "per_block_cast_lossless_warp"
-    general = {"tilec.quant.per_block.USE_LOSSLESS_WARP": False}
-    for t in (16384, 8001):
-        def mk(t=t):
-            return (tilec.torch.quant.cast(torch.randn((t, 7168), device="cuda"), "e2m1", (1, 32), **PK),)
-        case(f"per_block_cast_lossless (1,32)->(128,128) {t}x7168", warp,
-             [general, {}, {"RB": 16}, {"RB": 32}, {"RB": 64}, {"RB": 32, "STAGES": 3}, {"RB": 64, "STAGES": 2}],
-             mk,
-             lambda x: Q.per_block_cast_lossless(x, "e4m3", (1, 32), (128, 128), **PK), sized=True)
+    """The cases of the latest run (session 16, eighth device call): the per-channel SwiGLU cast
+    (one scale per 128 rows, the SiLU table in shared memory) in 128 x 32 tiles, whose smaller
+    stages let 3 blocks share an SM (2 with 128 x 64 tiles: 104 KiB each), with and without a
+    register cap. Every output compared byte for byte within each run. The cases of earlier calls
+    are in this file's history; every run's log is in bench/results/."""
+    for shape in ((16384, 2 * 3584), (8192, 2 * 2048)):
+        tag = f"{shape[0]}x2x{shape[1] // 2}"
+        case(f"swiglu_per_channel npt=128 {tag}", "per_channel_cast_transpose",
+             [{}, {"BK": 32, "WAVES": 3}, {"BK": 32, "WAVES": 3, "BPS": 3}, {"BK": 32, "STAGES": 3, "WAVES": 3, "BPS": 3},
+              {"BK": 32, "WAVES": 4, "BPS": 4}], randn(*shape),
+             lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True))
+        case(f"swiglu_per_channel npt=128 untransposed {tag}", "per_channel_cast_transpose",
+             [{}, {"BK": 32, "WAVES": 3}, {"BK": 32, "WAVES": 3, "BPS": 3}], randn(*shape),
+             lambda x: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", 128, True,
+                                                                             without_transpose=True))
 
 
 def main():
