@@ -9,15 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool compile(const char *file, const char *kernel, const char *g, EhKernel *k)
+static bool compile_gens(const char *file, const char *kernel, const char *const *gens, int ngens, EhKernel *k)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/tests/codegen/tileops/%s", eh_source_dir(), file);
-    const char *gen[1] = {g};
-    if (eh_compile(path, NULL, kernel, gen, g ? 1 : 0, k))
+    if (eh_compile(path, NULL, kernel, gens, ngens, k))
         return true;
     eh_failures++;
     return false;
+}
+
+static bool compile(const char *file, const char *kernel, const char *g, EhKernel *k)
+{
+    const char *gen[1] = {g};
+    return compile_gens(file, kernel, gen, g ? 1 : 0, k);
 }
 
 static void test_cumsum_1d(int threads, bool exclusive)
@@ -110,13 +115,9 @@ static void test_row_run(int rr, int g, int vec)
     snprintf(gen[1], 32, "G=%d", g);
     snprintf(gen[2], 32, "VEC=%d", vec);
     const char *gv[3] = {gen[0], gen[1], gen[2]};
-    char path[512];
-    snprintf(path, sizeof path, "%s/tests/codegen/tileops/row_run.tl", eh_source_dir());
     EhKernel k;
-    if (!eh_compile(path, NULL, "row_run_ops", gv, 3, &k)) {
-        eh_failures++;
+    if (!compile_gens("row_run.tl", "row_run_ops", gv, 3, &k))
         return;
-    }
     enum { R = 128, C = 64 };
     static float x[R * C], gmax[R * C], rsum[R], y[R * C], yt[C * R];
     uint64_t seed = 77 + (uint64_t)rr * 131 + (uint64_t)g;
