@@ -79,6 +79,14 @@ def kernel(name, generics):
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
+def pow2_divisor(v: int, cap: int) -> int:
+    """The largest power of two that divides v, at most cap (a stride's alignment in elements)."""
+    d = 1
+    while d < cap and v % (d * 2) == 0:
+        d *= 2
+    return d
+
+
 def require_device(x, fn):
     """Kernels run on CUDA tensors, or on CPU tensors when the CPU emulator is selected."""
     if on_cpu():

@@ -8,6 +8,7 @@ import struct
 import torch
 
 from .. import _runtime
+from .._runtime import pow2_divisor  # noqa: F401  (re-exported for the quant modules)
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -124,13 +125,6 @@ def is_bf16_value(x: float) -> bool:
     """Whether x is exactly a bf16 value (an f32 whose low 16 bits are zero); NaN is not."""
     v = f32(x)
     return v == x and struct.unpack("<I", struct.pack("<f", v))[0] & 0xFFFF == 0
-
-
-def pow2_divisor(v: int, cap: int) -> int:
-    d = 1
-    while d < cap and v % (d * 2) == 0:
-        d *= 2
-    return d
 
 
 def _gen_value(v) -> str:

@@ -10,13 +10,6 @@ __all__ = ["transpose", "batched_transpose"]
 _BITS_AS = {1: (torch.uint8, "u8"), 2: (torch.bfloat16, "bf16"), 4: (torch.float32, "f32")}
 
 
-def _pow2_divisor(v: int, cap: int) -> int:
-    d = 1
-    while d < cap and v % (d * 2) == 0:
-        d *= 2
-    return d
-
-
 _NAMES = {torch.uint8: "u8", torch.int8: "i8", torch.bfloat16: "bf16", torch.float16: "f16", torch.int16: "i16",
           torch.float32: "f32", torch.int32: "i32"}
 for _attr, _name in (("float8_e4m3fn", "e4m3"), ("float8_e5m2", "e5m2")):
@@ -87,7 +80,7 @@ def batched_transpose(x: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"batched_transpose: x's row stride must be a multiple of 4, got {sm}")
     _runtime.require_device(x, "batched_transpose")
     vec = 16 // es
-    sa = _pow2_divisor(sm, vec) if B == 1 else min(_pow2_divisor(sm, vec), _pow2_divisor(sb, vec))
+    sa = _runtime.pow2_divisor(sm, vec) if B == 1 else min(_runtime.pow2_divisor(sm, vec), _runtime.pow2_divisor(sb, vec))
     k, as_bits = _kernel(x.dtype, es, B, M, N, sa)
     if as_bits:
         x, ov = x.view(_BITS_AS[es][0]), out.view(_BITS_AS[es][0])
