@@ -506,6 +506,32 @@ def test_swiglu_backward(n, rnd, clamp, hh):
     torch.testing.assert_close(wg, r_wg, atol=1e-4, rtol=1e-4)
 
 
+def test_swiglu_weight_index_past_the_weights():
+    """A pos_to_token_topk entry past num_tokens x K (a corrupt mapping: it lives on the device, so
+    the wrapper cannot check it without a sync) reads no weight: the row is weighted 0, as for -1,
+    and the backward adds nothing to weight_grad for it, instead of reading or writing out of
+    bounds."""
+    t, topk, hh = 7, 2, 256
+    _, ptt, _, ttp = generate_fused_mapping(t, topk, 2, 16, device="cpu")
+    bad = ptt.clone()
+    live = (ptt >= 0).nonzero()[:, 0]
+    bad[live[0]] = t * topk + 5
+    as_pad = ptt.clone()
+    as_pad[live[0]] = -1
+    x = sample(ptt.numel(), 2 * hh, torch.bfloat16, scale=4.0)
+    w = torch.rand((t, topk))
+    got = Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, bad, w)
+    want = Q.swiglu_forward_and_per_token_cast(x, "e4m3", 128, as_pad, w)
+    assert_equal(got[0], want[0])
+    assert torch.equal(got[1], want[1])
+    xq = R.cast(x, "e4m3", (1, 128))
+    grad = torch.randn((ptt.numel(), hh)).bfloat16()
+    got = Q.swiglu_backward_and_per_token_cast(xq, grad, w, bad, ttp, 128, True, None)
+    want = Q.swiglu_backward_and_per_token_cast(xq, grad, w, as_pad, ttp, 128, True, None)
+    for a, b in zip([got[0], got[1][0], got[1][1], got[2], got[3]], [want[0], want[1][0], want[1][1], want[2], want[3]]):
+        assert_equal(a, b)
+
+
 def test_swiglu_empty():
     """N = 0: no launch, the outputs' shapes (weight_grad all zeros)."""
     x = torch.zeros((0, 2 * 384), dtype=torch.bfloat16)

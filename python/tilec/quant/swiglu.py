@@ -107,7 +107,8 @@ def swiglu_forward_and_per_token_cast(x: torch.Tensor, fmt: str, num_per_channel
                has_weights=topk_weights is not None, has_pte=pos_to_expert is not None,
                has_counts=clamped_count is not None)
     clamp = 0.0 if swiglu_clamp_value is None else float(swiglu_clamp_value)
-    k.launch(x, out, sf_arg, sfp_arg, pos_to_token_topk, topk_weights, pos_to_expert, clamped_count, clamp, cmin,
+    k.launch(x, out, sf_arg, sfp_arg, pos_to_token_topk, None if topk_weights is None else topk_weights.view(-1),
+             pos_to_expert, clamped_count, clamp, cmin,
              stream=_runtime.stream(x))
     return out, sf
 
@@ -174,5 +175,6 @@ def swiglu_backward_and_per_token_cast(x, grad_out: torch.Tensor, weight: torch.
     k = kernel("swiglu_backward_per_token_cast", HH=hh, G=n, ROUND=round_sf, CLAMP=swiglu_clamp_value is not None,
                BK=bk, BM=bm, VEC=vec, NTH=128, BPS=9 if small else 0)
     clamp = 0.0 if swiglu_clamp_value is None else float(swiglu_clamp_value)
-    k.launch(xq, xs, grad, weight, pos_to_token_topk, out, gq, gsf, xg, wg, clamp, stream=_runtime.stream(xq))
+    k.launch(xq, xs, grad, weight.view(-1), pos_to_token_topk, out, gq, gsf, xg, wg.view(-1), clamp,
+             stream=_runtime.stream(xq))
     return out, (gq, gsf), xg, wg
