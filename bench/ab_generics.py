@@ -79,17 +79,21 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 16, ninth device call): the transposed per-channel
-    SwiGLU casts (both scale groupings, SiLU table) with their tiles down the rows (YMAJOR), which
-    without the table measured 0.6-0.9 points slower (session 15). Every output compared byte for
-    byte within each run. The cases of earlier calls are in this file's history; every run's log
-    is in bench/results/."""
-    for npt in (32, 128):
-        for shape in ((16384, 2 * 3584), (8064, 2 * 3584)):
-            tag = f"{shape[0]}x2x{shape[1] // 2}"
-            case(f"swiglu_per_channel npt={npt} {tag}", "per_channel_cast_transpose",
-                 [{}, {"YMAJOR": "true"}], randn(*shape),
-                 lambda x, npt=npt: Q.swiglu_forward_and_per_channel_cast_and_transpose(x, "e4m3", npt, True))
+    """The cases of the latest run (session 16, tenth device call): the SwiGLU backward with its
+    top-k weights indexed flat (no integer division by K), against the commit before (old kernels
+    and wrappers, .carry/ab_old.sh), and its residency. Every output compared byte for byte within
+    each run. The cases of earlier calls are in this file's history; every run's log is in
+    bench/results/."""
+    for t, hh, k in ((8192, 3584, 4), (4096, 2048, 8)):
+        def mk(t=t, hh=hh, k=k):   # as bench/bench_quant.py
+            xq = tilec.torch.quant.cast(torch.randn((t, 2 * hh), device="cuda"), "e4m3", (1, 128))
+            ptt = torch.randperm(t, device="cuda").int()
+            ttp = torch.empty(t, dtype=torch.int32, device="cuda")
+            ttp[ptt.long()] = torch.arange(t, dtype=torch.int32, device="cuda")
+            return (xq, torch.randn((t, hh), device="cuda").bfloat16(), torch.rand((t // k, k), device="cuda"), ptt,
+                    ttp.view(t // k, k))
+        case(f"swiglu_backward n=128 {t}x2x{hh}", "swiglu_backward_per_token_cast", [{}, {"BPS": 8}, {"BPS": 10}], mk,
+             lambda x, g, w, p, q: Q.swiglu_backward_and_per_token_cast(x, g, w, p, q, 128, True), sums_rtol=1e-5)
 
 
 def main():
