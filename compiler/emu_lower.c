@@ -10,6 +10,9 @@
  *     for f64 the payload of the operand the GPU picks, in its order (gpu_nan_rule);
  *   - shared memory (the extern array tl_smem) becomes the current block's buffer, and every
  *     shared-memory access reports itself first (bounds check and racecheck);
+ *   - after LLVM's optimiser, every global-memory access through a tensor parameter is checked
+ *     first against the range the launch gave for that tensor, inline; only a miss calls the
+ *     emulator, which reports it;
  *   - f16 / bf16 values that are only moved become i16, since x86 would move them through f32
  *     registers and change subnormals and NaNs;
  *   - signed division guards INT_MIN / -1, which traps on x86;
@@ -18,7 +21,7 @@
  *     takes the parameters as cuLaunchKernel does.
  * Address spaces 1 and 3 stay: on x86-64 they are plain 64-bit pointers. The object also
  * carries two strings for the emulator's reports: the sites (what each barrier / warp
- * operation / shared access is) and the map of the shared buffers. */
+ * operation / memory access is) and the map of the shared buffers. */
 #include "emu_lower.h"
 
 #include <llvm-c/Analysis.h>
@@ -37,10 +40,17 @@ enum { SREG_TID_X, SREG_TID_Y, SREG_TID_Z, SREG_CTAID_X, SREG_CTAID_Y, SREG_CTAI
 enum { SHFL_UP, SHFL_DOWN, SHFL_BFLY, SHFL_IDX };
 enum { VOTE_BALLOT, VOTE_ALL, VOTE_ANY, VOTE_UNI };
 enum { ACC_READ, ACC_WRITE, ACC_ATOMIC };
+enum { TL_EMU_MAX_TENSORS = 64 };
 enum { T_S8, T_S16, T_S32, T_S64, T_U8, T_U16, T_U32, T_U64, T_F16, T_BF16, T_F32, T_F64 };
 enum { R_RN, R_RZ, R_RM, R_RP };
 enum { X2_E4M3_FROM_F32, X2_E5M2_FROM_F32, X2_E2M1_FROM_F32, X2_F16_FROM_E4M3, X2_F16_FROM_E5M2,
        X2_F16_FROM_E2M1 };
+
+typedef struct GLimit {
+    int tensor;
+    uint64_t size;
+    LLVMValueRef lim;
+} GLimit;
 
 typedef struct EL {
     TKernel *k;
@@ -53,6 +63,14 @@ typedef struct EL {
     StrBuf sites;
     int nsites;
     LLVMValueRef canon32, dnan64; /* the f32 canonical NaN and the f64 default NaN, opaque to LLVM */
+    /* global memory: the tensor parameters (their data pointers), the range of each as read at
+     * the top of the kernel (made on first use), and the inline check */
+    LLVMValueRef *tensors, *gbase, *gsize, granges, gtop;
+    int ntensors;
+    GLimit glims[32]; /* the limits for accesses of constant sizes */
+    int nglims;
+    LLVMValueRef gcheck;
+    LLVMTypeRef gcheck_ty;
     bool ok;
 } EL;
 
@@ -95,6 +113,7 @@ static LLVMValueRef call_abi(EL *el, const char *name, LLVMTypeRef ret, LLVMType
 }
 
 static LLVMValueRef c32(EL *el, uint64_t v) { return LLVMConstInt(el->i32, v, 0); }
+
 
 /* a site: one line of the object's site table, for the emulator's reports: what the
  * instruction does and, when codegen gave it a source line, where it comes from */
@@ -681,20 +700,33 @@ static LLVMValueRef pointer_operand(LLVMValueRef inst, LLVMOpcode op)
     return LLVMGetOperand(inst, op == LLVMStore ? 1 : 0);
 }
 
-static void instrument_shared(EL *el, LLVMValueRef inst, LLVMOpcode op)
+/* "shared-memory load", "global store", ...; without a source line, a number tells the sites apart */
+static LLVMValueRef access_site(EL *el, LLVMValueRef inst, const char *space, int kind)
 {
-    LLVMValueRef p = pointer_operand(inst, op);
+    char what[64];
+    const char *op = kind == ACC_READ ? "load" : kind == ACC_WRITE ? "store" : "atomic";
+    int len = snprintf(what, sizeof what, "%s %s", space, op);
+    if (!LLVMInstructionGetDebugLoc(inst))
+        snprintf(what + len, sizeof what - (size_t)len, " #%d", el->nsites);
+    return site(el, what, inst);
+}
+
+static int access_kind(LLVMOpcode op) { return op == LLVMLoad ? ACC_READ : op == LLVMStore ? ACC_WRITE : ACC_ATOMIC; }
+
+static uint64_t access_size(EL *el, LLVMValueRef inst, LLVMOpcode op)
+{
     LLVMTypeRef vt = op == LLVMLoad ? LLVMTypeOf(inst) : op == LLVMStore ? LLVMTypeOf(LLVMGetOperand(inst, 0))
                                                                          : LLVMTypeOf(LLVMGetOperand(inst, 1));
-    int kind = op == LLVMLoad ? ACC_READ : op == LLVMStore ? ACC_WRITE : ACC_ATOMIC;
-    char what[64];
-    int len = snprintf(what, sizeof what, "shared-memory %s",
-                       kind == ACC_READ ? "load" : kind == ACC_WRITE ? "store" : "atomic");
-    if (!LLVMInstructionGetDebugLoc(inst)) /* without a source line, a number tells the sites apart */
-        snprintf(what + len, sizeof what - (size_t)len, " #%d", el->nsites);
+    return LLVMStoreSizeOfType(el->td, vt);
+}
+
+static void instrument_shared(EL *el, LLVMValueRef inst, LLVMOpcode op)
+{
+    int kind = access_kind(op);
     LLVMPositionBuilderBefore(el->b, inst);
     LLVMTypeRef at[4] = {el->p3, el->i32, el->i32, el->i32};
-    LLVMValueRef args[4] = {p, c32(el, LLVMStoreSizeOfType(el->td, vt)), c32(el, (uint64_t)kind), site(el, what, inst)};
+    LLVMValueRef args[4] = {pointer_operand(inst, op), c32(el, access_size(el, inst, op)), c32(el, (uint64_t)kind),
+                            access_site(el, inst, "shared-memory", kind)};
     call_abi(el, "tl_emu_shared_access", el->v, at, args, 4, 1);
 }
 
@@ -702,6 +734,234 @@ static bool is_shared(LLVMValueRef p)
 {
     LLVMTypeRef t = LLVMTypeOf(p);
     return LLVMGetTypeKind(t) == LLVMPointerTypeKind && LLVMGetPointerAddressSpace(t) == 3;
+}
+
+/* ---------------- global memory ----------------
+ * The emulator knows the range of each tensor argument; an access is checked against the tensor
+ * its pointer comes from, inline, so that the common case costs a subtraction and a compare.
+ * Pointers that come from a view<T>(addr, ...) (inttoptr) are not checked: the emulator does not
+ * know what memory they name. This runs after LLVM's optimiser (check_globals). */
+
+/* where a pointer comes from: tensor parameter j (>= 0) or one of these */
+enum { G_NONE = -1, G_UNKNOWN = -2, G_OTHER = -3 /* a view, a global of the module, the stack */ };
+
+static int g_join(int a, int b)
+{
+    if (a == G_NONE || b == G_NONE)
+        return a == G_NONE ? b : a;
+    if (a == G_OTHER || b == G_OTHER)
+        return G_OTHER;
+    return a == b ? a : G_UNKNOWN;
+}
+
+/* through GEPs, casts, selects and phis (each phi once: `seen`) */
+static int g_origin(EL *el, LLVMValueRef p, LLVMValueRef *seen, int *nseen, int depth)
+{
+    if (depth > 64)
+        return G_UNKNOWN;
+    if (LLVMIsAArgument(p)) {
+        for (int j = 0; j < el->ntensors; j++)
+            if (el->tensors[j] == p)
+                return j;
+        return G_UNKNOWN;
+    }
+    if (LLVMIsAGlobalValue(p) || LLVMIsAAllocaInst(p))
+        return G_OTHER;
+    if (!LLVMIsAInstruction(p) && !LLVMIsAConstantExpr(p))
+        return G_UNKNOWN;
+    LLVMOpcode op = LLVMIsAInstruction(p) ? LLVMGetInstructionOpcode(p) : LLVMGetConstOpcode(p);
+    switch (op) {
+    case LLVMGetElementPtr:
+    case LLVMBitCast:
+    case LLVMAddrSpaceCast: return g_origin(el, LLVMGetOperand(p, 0), seen, nseen, depth + 1);
+    case LLVMIntToPtr: return G_OTHER;
+    case LLVMSelect:
+        return g_join(g_origin(el, LLVMGetOperand(p, 1), seen, nseen, depth + 1),
+                      g_origin(el, LLVMGetOperand(p, 2), seen, nseen, depth + 1));
+    case LLVMPHI: {
+        for (int i = 0; i < *nseen; i++)
+            if (seen[i] == p)
+                return G_NONE;
+        if (*nseen == 64)
+            return G_UNKNOWN;
+        seen[(*nseen)++] = p;
+        int r = G_NONE;
+        for (unsigned i = 0; i < LLVMCountIncoming(p); i++)
+            r = g_join(r, g_origin(el, LLVMGetIncomingValue(p, i), seen, nseen, depth + 1));
+        return r;
+    }
+    default: return G_UNKNOWN;
+    }
+}
+
+/* a builder at the top of the kernel, below what was put there before: values every thread
+ * computes once */
+static LLVMBuilderRef g_entry_builder(EL *el)
+{
+    if (!el->gtop)
+        el->gtop = LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(el->fn));
+    LLVMBuilderRef eb = LLVMCreateBuilderInContext(el->ctx);
+    LLVMPositionBuilderBefore(eb, el->gtop);
+    return eb;
+}
+
+/* `size` bytes at an address `off` bytes into tensor j's range lie within it iff off < lim, with
+ * lim = span - size + 1, or 0 (nothing fits) when span < size: one compare per access */
+static LLVMValueRef g_limit(LLVMBuilderRef b, LLVMValueRef span, LLVMValueRef size)
+{
+    LLVMTypeRef t = LLVMTypeOf(span);
+    LLVMValueRef fits = LLVMBuildICmp(b, LLVMIntUGE, span, size, "");
+    LLVMValueRef lim = LLVMBuildSub(b, span, LLVMBuildSub(b, size, LLVMConstInt(t, 1, 0), ""), "");
+    return LLVMBuildSelect(b, fits, lim, LLVMConstInt(t, 0, 0), "");
+}
+
+/* tensor j's base and the limit for accesses of `size` bytes (a constant: computed once per
+ * thread, from the emulator's table read at the top of the kernel); for a tensor that is not
+ * known, base 0 and limit 0: every access calls out */
+static void g_range(EL *el, int j, LLVMValueRef size, LLVMValueRef *base, LLVMValueRef *lim)
+{
+    if (j < 0 || j >= TL_EMU_MAX_TENSORS) {
+        *base = *lim = LLVMConstInt(el->i64, 0, 0);
+        return;
+    }
+    bool fixed = LLVMIsAConstantInt(size);
+    uint64_t n = fixed ? LLVMConstIntGetZExtValue(size) : 0;
+    for (int i = 0; fixed && i < el->nglims; i++)
+        if (el->glims[i].tensor == j && el->glims[i].size == n) {
+            *base = el->gbase[j];
+            *lim = el->glims[i].lim;
+            return;
+        }
+    LLVMBuilderRef eb = g_entry_builder(el);
+    if (!el->gbase[j]) {
+        if (!el->granges) {
+            LLVMTypeRef fty;
+            LLVMValueRef f = abi_fn(el, "tl_emu_global_ranges", el->p0, NULL, 0, 3, &fty);
+            el->granges = LLVMBuildCall2(eb, fty, f, NULL, 0, "");
+        }
+        for (int k = 0; k < 2; k++) {
+            LLVMValueRef idx = LLVMConstInt(el->i64, 2 * (uint64_t)j + (uint64_t)k, 0);
+            LLVMValueRef v = LLVMBuildLoad2(eb, el->i64, LLVMBuildGEP2(eb, el->i64, el->granges, &idx, 1, ""), "");
+            *(k ? &el->gsize[j] : &el->gbase[j]) = v;
+        }
+    }
+    *base = el->gbase[j];
+    if (fixed) {
+        *lim = g_limit(eb, el->gsize[j], size);
+        if (el->nglims < (int)(sizeof el->glims / sizeof el->glims[0]))
+            el->glims[el->nglims++] = (GLimit){j, n, *lim};
+    } else {
+        *lim = g_limit(el->b, el->gsize[j], size);
+    }
+    LLVMDisposeBuilder(eb);
+}
+
+/* void __tl_emu_gcheck(i64 addr, i64 size, i32 kind, i32 site, i32 tensor, i64 base, i64 lim),
+ * always inlined: addr - base < lim, or a call to tl_emu_global_access. That call is cold and
+ * touches only the emulator's memory (when it reports, it does not return), so that the kernel's
+ * values stay in registers across the check. */
+static void g_check_fn(EL *el)
+{
+    LLVMTypeRef pt[7] = {el->i64, el->i64, el->i32, el->i32, el->i32, el->i64, el->i64};
+    el->gcheck_ty = LLVMFunctionType(el->v, pt, 7, 0);
+    LLVMValueRef f = el->gcheck = LLVMAddFunction(el->m, "__tl_emu_gcheck", el->gcheck_ty);
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    LLVMAttributeRef inl = LLVMCreateEnumAttribute(el->ctx, attr_kind("alwaysinline"), 0);
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, inl);
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(el->ctx, attr_kind("nounwind"), 0));
+    LLVMTypeRef at[5] = {el->p0, el->i64, el->i32, el->i32, el->i32}, fty;
+    LLVMValueRef slow = abi_fn(el, "tl_emu_global_access", el->v, at, 5, 1, &fty);
+    LLVMAddAttributeAtIndex(slow, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(el->ctx, attr_kind("cold"), 0));
+    /* memory(inaccessiblemem: readwrite): read-write (3) at location 1, two bits per location */
+    LLVMAttributeRef mem = LLVMCreateEnumAttribute(el->ctx, attr_kind("memory"), 3 << 2);
+    LLVMAddAttributeAtIndex(slow, LLVMAttributeFunctionIndex, mem);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(el->ctx, f, "entry");
+    LLVMBasicBlockRef miss = LLVMAppendBasicBlockInContext(el->ctx, f, "miss");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(el->ctx, f, "done");
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(el->ctx);
+    LLVMPositionBuilderAtEnd(b, entry);
+    LLVMValueRef addr = LLVMGetParam(f, 0);
+    LLVMValueRef off = LLVMBuildSub(b, addr, LLVMGetParam(f, 5), "");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, off, LLVMGetParam(f, 6), ""), done, miss);
+    LLVMPositionBuilderAtEnd(b, miss);
+    LLVMValueRef args[5] = {LLVMBuildIntToPtr(b, addr, el->p0, ""), LLVMGetParam(f, 1), LLVMGetParam(f, 2),
+                            LLVMGetParam(f, 3), LLVMGetParam(f, 4)};
+    LLVMBuildCall2(b, fty, slow, args, 5, "");
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, done);
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+}
+
+/* checks `size` bytes (an i64 or i32 value) at p before inst, when p is global memory of a
+ * tensor parameter: address space 1 (unless it is a view's), or a generic pointer made from one */
+static void instrument_global(EL *el, LLVMValueRef inst, LLVMValueRef p, LLVMValueRef size, int kind,
+                              LLVMValueRef site_id)
+{
+    LLVMValueRef seen[64];
+    int nseen = 0;
+    int o = g_origin(el, p, seen, &nseen, 0);
+    if (o == G_NONE)
+        o = G_UNKNOWN;
+    if (o == G_OTHER || (LLVMGetPointerAddressSpace(LLVMTypeOf(p)) != 1 && o < 0))
+        return;
+    if (!el->gcheck)
+        g_check_fn(el);
+    LLVMPositionBuilderBefore(el->b, inst);
+    if (LLVMTypeOf(size) != el->i64)
+        size = LLVMBuildZExt(el->b, size, el->i64, "");
+    LLVMValueRef base, lim;
+    g_range(el, o, size, &base, &lim);
+    LLVMValueRef args[7] = {LLVMBuildPtrToInt(el->b, p, el->i64, ""), size, c32(el, (uint64_t)kind),
+                            site_id ? site_id : access_site(el, inst, "global", kind),
+                            c32(el, o >= 0 ? (uint64_t)o : 0xFFFFFFFFu), base, lim};
+    LLVMBuildCall2(el->b, el->gcheck_ty, el->gcheck, args, 7, "");
+}
+
+/* After the optimiser (which so sees the code the GPU build sees, and merges neighbouring
+ * accesses into vector ones): every access to global memory through a tensor parameter is
+ * checked first. Loads, stores and atomics; the emulator's calls for f32 atomic adds and for
+ * cp.async (its source: the src_size bytes it reads, none for a masked-off copy); the memcpy /
+ * memset that LLVM may make of loops. */
+static void check_globals(EL *el)
+{
+    size_t n = 0, cap = 256;
+    LLVMValueRef *v = tl_xmalloc(cap * sizeof *v);
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(el->fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+            if (n == cap) {
+                cap *= 2;
+                v = tl_xrealloc(v, cap * sizeof *v);
+            }
+            v[n++] = i;
+        }
+    for (size_t j = 0; j < n && el->ok; j++) {
+        LLVMValueRef i = v[j];
+        LLVMOpcode op = LLVMGetInstructionOpcode(i);
+        LLVMSetCurrentDebugLocation2(el->b, LLVMInstructionGetDebugLoc(i));
+        if (op == LLVMLoad || op == LLVMStore || op == LLVMAtomicCmpXchg || op == LLVMAtomicRMW) {
+            LLVMValueRef p = pointer_operand(i, op);
+            if (!is_shared(p))
+                instrument_global(el, i, p, LLVMConstInt(el->i64, access_size(el, i, op), 0), access_kind(op), NULL);
+            continue;
+        }
+        const char *name = op == LLVMCall ? callee_name(i) : NULL;
+        if (!name)
+            continue;
+        if (!strcmp(name, "tl_emu_cp_async")) {
+            instrument_global(el, i, arg(i, 1), arg(i, 3), ACC_READ, arg(i, 4));
+        } else if (!strcmp(name, "tl_emu_atomic_add_f32")) {
+            instrument_global(el, i, arg(i, 0), LLVMConstInt(el->i64, 4, 0), ACC_ATOMIC, NULL);
+        } else if (starts(name, "llvm.memcpy.") || starts(name, "llvm.memmove.") || starts(name, "llvm.memset.")) {
+            instrument_global(el, i, arg(i, 0), arg(i, 2), ACC_WRITE, NULL);
+            if (!starts(name, "llvm.memset."))
+                instrument_global(el, i, arg(i, 1), arg(i, 2), ACC_READ, NULL);
+        } else if (starts(name, "llvm.masked.") || starts(name, "llvm.vp.")) {
+            /* x86-64-v2 has no masked memory instructions for the vectoriser to use */
+            el_error(el, "the emulator cannot check the global accesses of '%s' (kernel %s)", name);
+        }
+    }
+    free(v);
 }
 
 /* f32 atomic adds flush subnormals on global memory and keep them on shared memory (H200) */
@@ -1182,55 +1442,79 @@ static LLVMTargetMachineRef host_tm(TKernel *k, int opt)
     return tm;
 }
 
-static bool lower(TKernel *k, LLVMModuleRef m, LLVMTargetMachineRef tm)
+/* the rewrites before LLVM's optimiser; el is set up for check_globals and el_dispose either way */
+static bool lower(EL *el, TKernel *k, LLVMModuleRef m, LLVMTargetMachineRef tm)
 {
-    EL el = {0};
-    el.k = k;
-    el.m = m;
-    el.ctx = LLVMGetModuleContext(m);
-    el.ok = true;
-    el.i1 = LLVMInt1TypeInContext(el.ctx);
-    el.i8 = LLVMInt8TypeInContext(el.ctx);
-    el.i16 = LLVMInt16TypeInContext(el.ctx);
-    el.i32 = LLVMInt32TypeInContext(el.ctx);
-    el.i64 = LLVMInt64TypeInContext(el.ctx);
-    el.f16 = LLVMHalfTypeInContext(el.ctx);
-    el.bf16 = LLVMBFloatTypeInContext(el.ctx);
-    el.f32 = LLVMFloatTypeInContext(el.ctx);
-    el.f64 = LLVMDoubleTypeInContext(el.ctx);
-    el.v = LLVMVoidTypeInContext(el.ctx);
-    el.p0 = LLVMPointerTypeInContext(el.ctx, 0);
-    el.p1 = LLVMPointerTypeInContext(el.ctx, 1);
-    el.p3 = LLVMPointerTypeInContext(el.ctx, 3);
+    memset(el, 0, sizeof *el);
+    el->k = k;
+    el->m = m;
+    el->ctx = LLVMGetModuleContext(m);
+    el->ok = true;
+    el->i1 = LLVMInt1TypeInContext(el->ctx);
+    el->i8 = LLVMInt8TypeInContext(el->ctx);
+    el->i16 = LLVMInt16TypeInContext(el->ctx);
+    el->i32 = LLVMInt32TypeInContext(el->ctx);
+    el->i64 = LLVMInt64TypeInContext(el->ctx);
+    el->f16 = LLVMHalfTypeInContext(el->ctx);
+    el->bf16 = LLVMBFloatTypeInContext(el->ctx);
+    el->f32 = LLVMFloatTypeInContext(el->ctx);
+    el->f64 = LLVMDoubleTypeInContext(el->ctx);
+    el->v = LLVMVoidTypeInContext(el->ctx);
+    el->p0 = LLVMPointerTypeInContext(el->ctx, 0);
+    el->p1 = LLVMPointerTypeInContext(el->ctx, 1);
+    el->p3 = LLVMPointerTypeInContext(el->ctx, 3);
     char *triple = LLVMGetTargetMachineTriple(tm);
     LLVMSetTarget(m, triple);
     LLVMDisposeMessage(triple);
-    el.td = LLVMCreateTargetDataLayout(tm);
-    char *dl = LLVMCopyStringRepOfTargetData(el.td);
+    el->td = LLVMCreateTargetDataLayout(tm);
+    char *dl = LLVMCopyStringRepOfTargetData(el->td);
     LLVMSetDataLayout(m, dl);
     LLVMDisposeMessage(dl);
-    el.fn = LLVMGetNamedFunction(m, k->entry);
-    if (!el.fn) {
+    el->b = LLVMCreateBuilderInContext(el->ctx);
+    el->fn = LLVMGetNamedFunction(m, k->entry);
+    if (!el->fn) {
         diag_ice(k->diag, "emu_lower", "no kernel function '%s' in the module", k->entry);
-        LLVMDisposeTargetData(el.td);
         return false;
     }
-    el.b = LLVMCreateBuilderInContext(el.ctx);
-    lower_instructions(&el);
-    if (el.ok)
-        legalize_f16(&el);
-    if (el.ok)
-        replace_smem(&el);
-    if (el.ok) {
-        fix_kernel_attributes(&el);
-        make_wrapper(&el);
-        add_string(&el, "__tl_emu_sites", el.sites.data ? el.sites.data : "");
-        add_smem_map(&el);
+    /* the tensor parameters are the pointer ones (codegen: a tensor is ptr, extents, strides) */
+    unsigned np = LLVMCountParams(el->fn);
+    el->tensors = tl_xcalloc(np + 1, sizeof(LLVMValueRef));
+    el->gbase = tl_xcalloc(np + 1, sizeof(LLVMValueRef));
+    el->gsize = tl_xcalloc(np + 1, sizeof(LLVMValueRef));
+    for (unsigned i = 0; i < np; i++)
+        if (LLVMGetTypeKind(LLVMTypeOf(LLVMGetParam(el->fn, i))) == LLVMPointerTypeKind)
+            el->tensors[el->ntensors++] = LLVMGetParam(el->fn, i);
+    lower_instructions(el);
+    if (el->ok)
+        legalize_f16(el);
+    if (el->ok)
+        replace_smem(el);
+    if (el->ok) {
+        fix_kernel_attributes(el);
+        make_wrapper(el);
+        add_smem_map(el);
     }
-    sb_free(&el.sites);
-    LLVMDisposeBuilder(el.b);
-    LLVMDisposeTargetData(el.td);
-    return el.ok;
+    return el->ok;
+}
+
+static void el_dispose(EL *el)
+{
+    sb_free(&el->sites);
+    free(el->tensors);
+    free(el->gbase);
+    free(el->gsize);
+    if (el->b)
+        LLVMDisposeBuilder(el->b);
+    if (el->td)
+        LLVMDisposeTargetData(el->td);
+}
+
+static LLVMErrorRef run_passes(LLVMModuleRef m, const char *pipeline, LLVMTargetMachineRef tm)
+{
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(m, pipeline, tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    return e;
 }
 
 char *emu_emit_host(TKernel *k, LLVMModuleRef m, int opt_level, bool object, size_t *size)
@@ -1240,7 +1524,8 @@ char *emu_emit_host(TKernel *k, LLVMModuleRef m, int opt_level, bool object, siz
         return NULL;
     char *out = NULL;
     char *msg = NULL;
-    if (!lower(k, m, tm)) {
+    EL el;
+    if (!lower(&el, k, m, tm)) {
         /* reported */
     } else if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
         diag_ice(k->diag, "emu_lower", "invalid LLVM IR for %s: %s", k->key, msg ? msg : "?");
@@ -1248,13 +1533,19 @@ char *emu_emit_host(TKernel *k, LLVMModuleRef m, int opt_level, bool object, siz
         char pipeline[32];
         int o = opt_level < 0 ? 0 : opt_level > 2 ? 2 : opt_level;
         snprintf(pipeline, sizeof pipeline, "default<O%d>", o);
-        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-        LLVMErrorRef e = LLVMRunPasses(m, pipeline, tm, po);
-        LLVMDisposePassBuilderOptions(po);
+        LLVMErrorRef e = run_passes(m, pipeline, tm);
+        if (!e) {
+            check_globals(&el);
+            add_string(&el, "__tl_emu_sites", el.sites.data ? el.sites.data : "");
+            if (el.ok && el.gcheck) /* the checks inline; nothing else changes */
+                e = run_passes(m, "always-inline", tm);
+        }
         if (e) {
             char *em = LLVMGetErrorMessage(e);
             diag_ice(k->diag, "emu_lower", "LLVM passes failed: %s", em);
             LLVMDisposeErrorMessage(em);
+        } else if (!el.ok) {
+            /* reported */
         } else if (object) {
             LLVMMemoryBufferRef buf = NULL;
             char *err = NULL;
@@ -1276,6 +1567,7 @@ char *emu_emit_host(TKernel *k, LLVMModuleRef m, int opt_level, bool object, siz
             LLVMDisposeMessage(s);
         }
     }
+    el_dispose(&el);
     LLVMDisposeMessage(msg);
     LLVMDisposeTargetMachine(tm);
     return out;

@@ -1,8 +1,8 @@
 /* rt_emu.c — the CPU device (TILEC_RT_CPU, TILEC_DEVICE=cpu): kernels compiled for the host
  * target run on the emulator (runtime/emu) with host pointers, synchronously. What the emulator
- * finds in a launch (deadlock, trap or failed assert, divergent warp operation, shared memory out
- * of bounds, race) comes back as TILEC_ERROR_DRIVER, where a GPU's fault would come from the
- * driver, with the emulator's description as the message. */
+ * finds in a launch (deadlock, trap or failed assert, divergent warp operation, shared or global
+ * memory out of bounds, race) comes back as TILEC_ERROR_DRIVER, where a GPU's fault would come
+ * from the driver, with the emulator's description as the message. */
 #include "rt_internal.h"
 #include "tl_emu.h"
 
@@ -18,9 +18,27 @@ tilec_status rt_emu_load(tilec_rt_kernel *k, const rt_sig *sig, const void *obje
     return TILEC_OK;
 }
 
-tilec_status rt_emu_launch(const tilec_rt_kernel *k, void **ptrs, const tilec_rt_launch_config *cfg)
+tilec_status rt_emu_launch(const tilec_rt_kernel *k, const tilec_rt_arg *args, void **ptrs,
+                           const tilec_rt_launch_config *cfg)
 {
-    tl_emu_launch_config c = {{cfg->grid[0], cfg->grid[1], cfg->grid[2]}, cfg->block[0], cfg->smem, cfg->cooperative};
+    /* the memory of each tensor parameter, which the emulator checks global accesses against
+     * (args have passed rt_bind: dtypes, ranks and shapes are the signature's) */
+    const rt_sig *sig = k->sig;
+    tl_emu_range ranges[RT_MAX_PARAMS];
+    int n = 0;
+    for (int i = 0; i < sig->nparams; i++) {
+        const rt_param *p = &sig->params[i];
+        if (p->kind != RT_P_TENSOR)
+            continue;
+        const tilec_rt_tensor *t = &args[i].u.tensor;
+        if (p->flags & TILEC_RT_PARAM_ABSENT)
+            ranges[n++] = (tl_emu_range){NULL, 0, p->name};
+        else
+            ranges[n++] =
+                tl_emu_tensor_range(t->data, rt_dtypes[p->dtype].bits, p->rank, t->shape, t->strides, p->name);
+    }
+    tl_emu_launch_config c = {{cfg->grid[0], cfg->grid[1], cfg->grid[2]}, cfg->block[0], cfg->smem, cfg->cooperative,
+                              ranges, n};
     static _Thread_local char err[RT_MAX_ERROR];
     tl_emu_status st = tl_emu_launch(k->emu, ptrs, &c, NULL, err, sizeof err);
     if (st == TL_EMU_OK)

@@ -334,8 +334,10 @@ struct tilec_rt_library {
 /* ---- rt_emu.c: the CPU device ---- */
 /* Loads a host object (RT_PAYLOAD_HOST_OBJECT) for sig into k->emu. */
 tilec_status rt_emu_load(tilec_rt_kernel *k, const rt_sig *sig, const void *object, size_t size);
-/* Runs k on the emulator with the packed parameters; synchronous. */
-tilec_status rt_emu_launch(const tilec_rt_kernel *k, void **ptrs, const tilec_rt_launch_config *cfg);
+/* Runs k on the emulator with the packed parameters, global accesses checked against the tensor
+ * arguments (bound by rt_bind); synchronous. */
+tilec_status rt_emu_launch(const tilec_rt_kernel *k, const tilec_rt_arg *args, void **ptrs,
+                           const tilec_rt_launch_config *cfg);
 void rt_emu_free(tilec_rt_kernel *k);
 
 /* Writes the canonical generics (validated, sorted by name, comma-joined) into buf. */

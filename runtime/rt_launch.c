@@ -49,7 +49,7 @@ tilec_status tilec_rt_launch(const tilec_rt_kernel *k, const tilec_rt_arg *args,
     if (!cfg.grid[0] || !cfg.grid[1] || !cfg.grid[2])
         return TILEC_OK; /* an empty grid: nothing to do */
     if (k->emu)
-        return rt_emu_launch(k, ptrs, &cfg);
+        return rt_emu_launch(k, args, ptrs, &cfg);
     CUstream stream = opts ? (CUstream)opts->stream : NULL;
     CUresult r;
     if (!sig->clustered && !sig->cooperative && !sig->pdl) {

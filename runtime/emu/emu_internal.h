@@ -162,6 +162,7 @@ struct EmuLaunch {
     uint32_t seen[256];    /* reported (site, other site) pairs */
     int nseen;
     uint64_t grid_alive, grid_arrived;
+    uint64_t granges[2 * TL_EMU_MAX_TENSORS]; /* tl_emu_global_ranges */
 };
 
 /* the worker running on this OS thread, NULL outside a launch */
@@ -196,5 +197,11 @@ void emu_altstack_pop(void *mem, const stack_t *old);
 
 /* ---- racecheck (emu_race.c) ---- */
 void emu_race_access(EmuFiber *f, uint64_t offset, uint32_t size, uint32_t kind, uint32_t site);
+/* "reads", "writes", "atomically updates" (TL_EMU_READ ...) */
+const char *emu_access_verb(uint32_t kind);
+
+/* ---- global bounds check (emu_global.c) ---- */
+/* Fills L->granges from L->cfg.ranges. */
+void emu_global_setup(EmuLaunch *L);
 
 #endif

@@ -14,7 +14,7 @@
 
 #define NONE 0xFFFF
 
-static const char *kind_verb(uint32_t kind)
+const char *emu_access_verb(uint32_t kind)
 {
     return kind == TL_EMU_WRITE ? "writes" : kind == TL_EMU_ATOMIC ? "atomically updates" : "reads";
 }
@@ -82,9 +82,9 @@ static void report(EmuFiber *f, uint64_t off, uint32_t size, uint32_t kind, uint
         emu_appendf(&L->races, &L->races_len,
                     "%srace on shared memory in kernel %s, %s: thread %d (warp %d, lane %d) %s %u byte%s at %s "
                     "[%s], which thread %d (warp %d, lane %d) %s [%s] with no barrier in between",
-                    L->races_len ? "\n" : "", k->name, bn, f->tid, f->tid / 32, f->tid % 32, kind_verb(kind), size,
-                    size == 1 ? "" : "s", where, emu_site(k, site, kind_verb(kind)), other, other / 32, other % 32,
-                    kind_past(okind), emu_site(k, osite, kind_past(okind)));
+                    L->races_len ? "\n" : "", k->name, bn, f->tid, f->tid / 32, f->tid % 32, emu_access_verb(kind),
+                    size, size == 1 ? "" : "s", where, emu_site(k, site, emu_access_verb(kind)), other, other / 32,
+                    other % 32, kind_past(okind), emu_site(k, osite, kind_past(okind)));
     }
     pthread_mutex_unlock(&L->lock);
 }
@@ -162,8 +162,8 @@ void tl_emu_shared_access(const void *p, uint32_t size, uint32_t kind, uint32_t 
         emu_fail(L, TL_EMU_ERROR_MEMORY,
                  "kernel %s, %s, thread %d %s %u byte%s at shared offset %lld [%s], outside the block's %zu bytes "
                  "of shared memory",
-                 L->k->name, bn, f->tid, kind_verb(kind), size, size == 1 ? "" : "s", (long long)off,
-                 emu_site(L->k, site, kind_verb(kind)), n);
+                 L->k->name, bn, f->tid, emu_access_verb(kind), size, size == 1 ? "" : "s", (long long)off,
+                 emu_site(L->k, site, emu_access_verb(kind)), n);
         emu_abort_fiber(f);
     }
     if (b->shadow && size)

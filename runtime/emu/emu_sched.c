@@ -39,7 +39,7 @@ const char *tl_emu_status_name(tl_emu_status s)
     case TL_EMU_ERROR_DEADLOCK: return "deadlock";
     case TL_EMU_ERROR_TRAP: return "trap";
     case TL_EMU_ERROR_WARP: return "warp operation error";
-    case TL_EMU_ERROR_MEMORY: return "shared memory out of bounds";
+    case TL_EMU_ERROR_MEMORY: return "memory access out of bounds";
     case TL_EMU_ERROR_RACE: return "shared memory race";
     case TL_EMU_ERROR_SYSTEM: return "system error";
     }
@@ -605,6 +605,10 @@ tl_emu_status tl_emu_launch(const tl_emu_kernel *k, void **params, const tl_emu_
         set_err(err, errcap, "tl_emu_launch: more than 1 GiB of shared memory per block");
         return TL_EMU_ERROR_INVALID;
     }
+    if (cfg->nranges < 0 || (cfg->nranges > 0 && !cfg->ranges)) {
+        set_err(err, errcap, "tl_emu_launch: a negative number of ranges, or NULL ranges");
+        return TL_EMU_ERROR_INVALID;
+    }
     pthread_once(&mufu_once, mufu_install);
     if (mufu_error[0]) {
         set_err(err, errcap, mufu_error);
@@ -649,6 +653,7 @@ tl_emu_status tl_emu_launch(const tl_emu_kernel *k, void **params, const tl_emu_
     L.stack_size = (size_t)st;
     L.output = o.output;
     L.output_ctx = o.output_ctx;
+    emu_global_setup(&L);
     atomic_init(&L.next_block, 0);
     atomic_init(&L.stop, 0);
     pthread_mutex_init(&L.lock, NULL);

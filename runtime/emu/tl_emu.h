@@ -6,9 +6,9 @@
  * A kernel comes from an ELF object (tilec_artifact.object), loaded by a small loader of our
  * own, so that neither LLVM nor a system linker is needed at run time. A launch is synchronous:
  * it returns when every block has finished, or at the first error (deadlock, trap, failed
- * assert, divergent warp operation, shared-memory access out of bounds), which it describes in
- * `err`. Shared-memory races are reported after the kernel has run to completion. Nothing here
- * exits or aborts the process. */
+ * assert, divergent warp operation, shared- or global-memory access out of bounds), which it
+ * describes in `err`. Shared-memory races are reported after the kernel has run to completion.
+ * Nothing here exits or aborts the process. */
 #ifndef TILEC_EMU_H
 #define TILEC_EMU_H
 
@@ -25,7 +25,7 @@ typedef enum tl_emu_status {
     TL_EMU_ERROR_DEADLOCK = 2, /* threads wait at a barrier that the others never reach */
     TL_EMU_ERROR_TRAP = 3,     /* trap() or a failed assert */
     TL_EMU_ERROR_WARP = 4,     /* lanes of a warp disagree on a warp operation, or one exited */
-    TL_EMU_ERROR_MEMORY = 5,   /* shared-memory access out of bounds */
+    TL_EMU_ERROR_MEMORY = 5,   /* a shared- or global-memory access out of bounds, a memory fault */
     TL_EMU_ERROR_RACE = 6,     /* the racecheck found conflicting shared-memory accesses */
     TL_EMU_ERROR_SYSTEM = 7,   /* out of memory, or a thread / mapping could not be created */
 } tl_emu_status;
@@ -63,11 +63,30 @@ typedef struct tl_emu_options {
     int max_reports;
 } tl_emu_options;
 
+/* The global memory of one tensor parameter: the bytes [base, base + bytes) that its shape and
+ * strides span. Global accesses are checked against these (tl_emu_launch_config.ranges). */
+typedef struct tl_emu_range {
+    const void *base;   /* the lowest byte (the data pointer unless a stride is negative); NULL: absent */
+    size_t bytes;       /* 0 for an empty tensor */
+    const char *name;   /* the parameter, for reports; may be NULL */
+} tl_emu_range;
+
+/* The range of a tensor with elements of elem_bits bits (4: two to a byte, as e2m1), shape and
+ * strides in elements: element size × (1 + Σ (shape_d − 1)·stride_d) bytes, 0 when a dimension
+ * is 0. A NULL data pointer gives an absent range. */
+tl_emu_range tl_emu_tensor_range(const void *data, int elem_bits, int rank, const int64_t *shape,
+                                 const int64_t *strides, const char *name);
+
 typedef struct tl_emu_launch_config {
     unsigned grid[3];   /* blocks */
     unsigned block;     /* threads per block (1-D), 1..1024 */
     size_t smem;        /* bytes of shared memory per block */
     int cooperative;    /* every block resident at once (grid_sync) */
+    /* one range per tensor parameter, in parameter order (an absent optional tensor too); an
+     * access through a tensor parameter outside its range stops the launch (TL_EMU_ERROR_MEMORY).
+     * NULL: global accesses are not checked. Read during the launch. */
+    const tl_emu_range *ranges;
+    int nranges;
 } tl_emu_launch_config;
 
 /* The MUFU units (ex2.approx.ftz behind exp, rsqrt.approx) are bit-exact with the tables

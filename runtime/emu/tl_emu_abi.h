@@ -20,8 +20,10 @@ enum { TL_EMU_SREG_TID_X, TL_EMU_SREG_TID_Y, TL_EMU_SREG_TID_Z, TL_EMU_SREG_CTAI
 enum { TL_EMU_SHFL_UP, TL_EMU_SHFL_DOWN, TL_EMU_SHFL_BFLY, TL_EMU_SHFL_IDX };
 /* vote.sync modes */
 enum { TL_EMU_VOTE_BALLOT, TL_EMU_VOTE_ALL, TL_EMU_VOTE_ANY, TL_EMU_VOTE_UNI };
-/* shared-memory access kinds (tl_emu_shared_access) */
+/* access kinds (tl_emu_shared_access, tl_emu_global_access) */
 enum { TL_EMU_READ, TL_EMU_WRITE, TL_EMU_ATOMIC };
+/* the `tensor` of tl_emu_global_access when the compiler cannot tell which one an access is through */
+#define TL_EMU_NO_TENSOR 0xFFFFFFFFu
 /* value types of tl_emu_cvt */
 enum { TL_EMU_S8, TL_EMU_S16, TL_EMU_S32, TL_EMU_S64, TL_EMU_U8, TL_EMU_U16, TL_EMU_U32, TL_EMU_U64,
        TL_EMU_F16, TL_EMU_BF16, TL_EMU_F32, TL_EMU_F64, TL_EMU_NTYPES };
@@ -60,6 +62,16 @@ _Noreturn void tl_emu_assertfail(const char *message, const char *file, uint32_t
 int32_t tl_emu_vprintf(const char *format, const void *args);
 void tl_emu_shared_access(const void *p, uint32_t size, uint32_t kind, uint32_t site);
 void tl_emu_cp_async(void *dst, const void *src, uint32_t size, uint32_t src_size, uint32_t site);
+/* Global memory. The ranges of the launch's tensors (tl_emu_launch_config.ranges) as
+ * TL_EMU_MAX_TENSORS pairs (base, size in bytes), indexed by a tensor parameter's index among the
+ * kernel's tensor parameters, which a thread reads once for the inline check that the compiler
+ * puts before each access through a tensor: size 0 where there is no range, size UINT64_MAX
+ * (base 0) everywhere when the launch checks nothing. An access that fails the check calls
+ * tl_emu_global_access, which stops the launch with a report unless the access lies in that
+ * tensor's range (with `tensor` TL_EMU_NO_TENSOR: in any tensor's range). */
+#define TL_EMU_MAX_TENSORS 64
+const uint64_t *tl_emu_global_ranges(void);
+void tl_emu_global_access(const void *p, uint64_t size, uint32_t kind, uint32_t site, uint32_t tensor);
 
 uint64_t tl_emu_cvt(uint64_t bits, uint32_t from, uint32_t to, uint32_t rnd);
 uint32_t tl_emu_cvt_x2(uint32_t op, uint32_t a, uint32_t b);

@@ -368,6 +368,18 @@ static bool match(Env *e, const char *expr, int64_t v, const char *what, char *e
     return true;
 }
 
+/* bits per element of a signature dtype: e2m1 packs two to a byte; fp8, ue8m0 and bool take one */
+static int elem_bits(const char *dt)
+{
+    if (!strcmp(dt, "e2m1"))
+        return 4;
+    size_t n = strlen(dt);
+    while (n > 0 && dt[n - 1] >= '0' && dt[n - 1] <= '9')
+        n--;
+    int b = atoi(dt + n);
+    return b == 16 || b == 32 || b == 64 ? b : 8;
+}
+
 tl_emu_status eh_run(EhKernel *k, const EhArg *args, int nargs, const tl_emu_options *opts, char *err, size_t errcap)
 {
     err[0] = 0;
@@ -376,6 +388,8 @@ tl_emu_status eh_run(EhKernel *k, const EhArg *args, int nargs, const tl_emu_opt
         return TL_EMU_ERROR_INVALID;
     }
     Env *e = calloc(1, sizeof *e);
+    tl_emu_range ranges[EH_MAX_PARAMS]; /* what global accesses are checked against */
+    int nranges = 0;
     /* each ABI parameter in its own slot, aligned for any type */
     uint64_t *slots = calloc(EH_MAX_PARAMS * 13, sizeof(uint64_t));
     void **params = calloc(EH_MAX_PARAMS * 13, sizeof(void *));
@@ -390,6 +404,8 @@ tl_emu_status eh_run(EhKernel *k, const EhArg *args, int nargs, const tl_emu_opt
             goto out;
         }
         if (pa->tensor) {
+            ranges[nranges++] =
+                tl_emu_tensor_range(a->data, elem_bits(pa->dtype), a->rank, a->shape, a->strides, pa->name);
             slots[np] = (uint64_t)(uintptr_t)a->data;
             params[np] = &slots[np];
             np++;
@@ -430,7 +446,7 @@ tl_emu_status eh_run(EhKernel *k, const EhArg *args, int nargs, const tl_emu_opt
             goto out;
         }
     }
-    tl_emu_launch_config cfg = {{1, 1, 1}, (unsigned)k->threads, k->smem, k->cooperative};
+    tl_emu_launch_config cfg = {{1, 1, 1}, (unsigned)k->threads, k->smem, k->cooperative, ranges, nranges};
     for (int g = 0; g < k->ngrid; g++) {
         const char *p = k->grid[g];
         int64_t v;

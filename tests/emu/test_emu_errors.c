@@ -1,6 +1,7 @@
 /* test_emu_errors.c — what the emulator reports instead of hanging or crashing: deadlocks,
- * shared-memory races, warp operations that exited lanes take part in, shared-memory accesses
- * out of bounds, trap() and failed asserts with their source location; and printf output. */
+ * shared-memory races, warp operations that exited lanes take part in, shared- and global-memory
+ * accesses out of bounds, trap() and failed asserts with their source location; and printf
+ * output. */
 #include "emu_harness.h"
 
 #include <stdio.h>
@@ -67,10 +68,41 @@ static const char *src =
     "    }\n"
     "}\n"
     "\n"
-    "kernel wild(addr: u64[N], out: f32[N]) grid(1) threads(32)\n"               /* line 59 */
+    "kernel wild(addr: u64[N], out: f32[N]) grid(1) threads(32)\n"               /* line 60 */
     "{\n"
     "    let v = view<f32>(addr[0], [32]);\n"
     "    out[thread.x] = v[thread.x];\n"
+    "}\n"
+    "\n"
+    "kernel past(x: f32[N], out: f32[N]) grid(1) threads(32)\n"                  /* line 66 */
+    "{\n"
+    "    out[thread.x + 1] = x[thread.x];\n"
+    "}\n"
+    "\n"
+    "kernel before(x: f32[N], out: f32[N]) grid(1) threads(32)\n"                /* line 71 */
+    "{\n"
+    "    out[thread.x] = x[i32(thread.x) - 1];\n"
+    "}\n"
+    "\n"
+    "kernel bump(idx: i32[N], s: f32, hist: i32[B]) grid(1) threads(32)\n"       /* line 76 */
+    "{\n"
+    "    atomic_add(hist[idx[thread.x]], 1);\n"
+    "}\n"
+    "\n"
+    "kernel ends(x: f32[R, C] strides(SX, 1), out: f32[R, C], e: f32[M], shift: i32, touch: bool)\n"
+    "    grid(1) threads(32)\n"                                                /* line 82 */
+    "{\n"
+    "    let r = i32(thread.x) / C;\n"
+    "    let c = i32(thread.x) % C;\n"
+    "    out[R - 1 - r, C - 1 - c] = x[r, c + shift];\n"                      /* line 86 */
+    "    if touch {\n"
+    "        e[0] = 1.0;\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "kernel fbump(idx: i32[N], hist: f32[B]) grid(1) threads(32)\n"             /* line 92 */
+    "{\n"
+    "    atomic_add(hist[idx[thread.x]], 0.5);\n"
     "}\n";
 
 static bool compile(const char *kernel, EhKernel *k)
@@ -273,6 +305,117 @@ static void test_wild_access(void)
     eh_free(&k);
 }
 
+/* One buffer holds the tensors of the bounds tests, so that an overrun of one lands in the next
+ * (mapped memory that a crash would not reveal): the check is against the tensor an access goes
+ * through. The address in each report varies; the rest is compared. */
+static void has_global_report(const char *err, const char *head, const char *tail)
+{
+    HAS(err, head);
+    HAS(err, " bytes at 0x");
+    HAS(err, tail);
+}
+
+static void test_global_past_end(void)
+{
+    EhKernel k;
+    if (!compile("past", &k))
+        return;
+    float mem[64];
+    for (int i = 0; i < 64; i++)
+        mem[i] = (float)i;
+    int64_t n[1] = {32};
+    EhArg a[2] = {eh_tensor(mem + 32, 1, n, NULL), eh_tensor(mem, 1, n, NULL)}; /* out[32] is x[0] */
+    char err[1024];
+    tl_emu_status st = eh_run(&k, a, 2, NULL, err, sizeof err);
+    EH_CHECK(st == TL_EMU_ERROR_MEMORY, "past the end: status %s: %s", tl_emu_status_name(st), err);
+    has_global_report(err, "kernel past<>, block (0,0,0), thread 31 writes 4 bytes at 0x",
+                      " [global store at errors.tl:68:5], offset 128 of 'out', 4 bytes past the end of its 128 bytes");
+    EH_CHECK(mem[32] == 32.0f, "past the end: x[0] was overwritten (%g)", mem[32]);
+    eh_free(&k);
+}
+
+static void test_global_before_start(void)
+{
+    EhKernel k;
+    if (!compile("before", &k))
+        return;
+    float mem[96] = {0};
+    int64_t n[1] = {32};
+    EhArg a[2] = {eh_tensor(mem + 48, 1, n, NULL), eh_tensor(mem, 1, n, NULL)};
+    char err[1024];
+    tl_emu_status st = eh_run(&k, a, 2, NULL, err, sizeof err);
+    EH_CHECK(st == TL_EMU_ERROR_MEMORY, "before the start: status %s: %s", tl_emu_status_name(st), err);
+    has_global_report(err, "kernel before<>, block (0,0,0), thread 0 reads 4 bytes at 0x",
+                      " [global load at errors.tl:73:5], offset -4 of 'x', 4 bytes before its start");
+    eh_free(&k);
+}
+
+static void test_global_atomic(void)
+{
+    EhKernel k;
+    if (!compile("bump", &k))
+        return;
+    int32_t mem[64] = {0};
+    for (int i = 0; i < 32; i++)
+        mem[i] = i % 16;
+    mem[5] = 16;
+    int64_t n[1] = {32}, b[1] = {16};
+    EhArg a[3] = {eh_tensor(mem, 1, n, NULL), eh_f32(1.0f), eh_tensor(mem + 40, 1, b, NULL)};
+    char err[1024];
+    tl_emu_status st = eh_run(&k, a, 3, NULL, err, sizeof err);
+    EH_CHECK(st == TL_EMU_ERROR_MEMORY, "atomic: status %s: %s", tl_emu_status_name(st), err);
+    has_global_report(err, "kernel bump<>, block (0,0,0), thread 5 atomically updates 4 bytes at 0x",
+                      " [global atomic at errors.tl:78:5], offset 64 of 'hist', 4 bytes past the end of its 64 bytes");
+    mem[5] = 15;
+    memset(mem + 40, 0, 16 * sizeof(int32_t));
+    st = eh_run(&k, a, 3, NULL, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK && mem[40 + 15] == 3, "atomic within bounds: %s", err);
+    eh_free(&k);
+    /* f32 atomic adds go through the emulator (tl_emu_atomic_add_f32): checked as well */
+    if (!compile("fbump", &k))
+        return;
+    float fh[16];
+    mem[5] = -1;
+    EhArg fa[2] = {eh_tensor(mem, 1, n, NULL), eh_tensor(fh, 1, b, NULL)};
+    st = eh_run(&k, fa, 2, NULL, err, sizeof err);
+    EH_CHECK(st == TL_EMU_ERROR_MEMORY, "f32 atomic: status %s: %s", tl_emu_status_name(st), err);
+    has_global_report(err, "kernel fbump<>, block (0,0,0), thread 5 atomically updates 4 bytes at 0x",
+                      " [global atomic at errors.tl:94:5], offset -4 of 'hist', 4 bytes before its start");
+    eh_free(&k);
+}
+
+/* a strided tensor spans 4 * (1 + 3 * 16 + 7) bytes of its 4 x 16 buffer; an empty one none */
+static void test_global_extents(void)
+{
+    EhKernel k;
+    if (!compile("ends", &k))
+        return;
+    float x[64 + 8], out[32], e[1] = {0};
+    for (int i = 0; i < 64 + 8; i++)
+        x[i] = (float)i;
+    int64_t xs[2] = {4, 8}, xst[2] = {16, 1}, os[2] = {4, 8}, es[1] = {0};
+    EhArg a[5] = {eh_tensor(x, 2, xs, xst), eh_tensor(out, 2, os, NULL), eh_tensor(e, 1, es, NULL), eh_i32(0),
+                  eh_bool(false)};
+    char err[1024];
+    /* every first and last element, and an empty tensor, within bounds */
+    tl_emu_status st = eh_run(&k, a, 5, NULL, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK && out[0] == 55.0f && out[31] == 0.0f, "the last elements: %s", err);
+    /* x[3, 8] is in the buffer but past the tensor's last element */
+    a[3] = eh_i32(1);
+    st = eh_run(&k, a, 5, NULL, err, sizeof err);
+    EH_CHECK(st == TL_EMU_ERROR_MEMORY, "strided: status %s: %s", tl_emu_status_name(st), err);
+    has_global_report(err, "kernel ends<>, block (0,0,0), thread 31 reads 4 bytes at 0x",
+                      " [global load at errors.tl:86:5], offset 224 of 'x', 4 bytes past the end of its 224 bytes");
+    a[3] = eh_i32(0);
+    a[4] = eh_bool(true);
+    st = eh_run(&k, a, 5, NULL, err, sizeof err);
+    EH_CHECK(st == TL_EMU_ERROR_MEMORY, "empty: status %s: %s", tl_emu_status_name(st), err);
+    has_global_report(err, "kernel ends<>, block (0,0,0), thread 0 writes 4 bytes at 0x",
+                      " [global store at errors.tl:88:9], offset 0 of 'e', 4 bytes past the end of its 0 bytes");
+    EH_CHECK(e[0] == 0.0f, "empty: the element was written");
+    eh_free(&k);
+}
+
 int main(void)
 {
     test_deadlock();
@@ -283,5 +426,9 @@ int main(void)
     test_assert();
     test_printf();
     test_wild_access();
+    test_global_past_end();
+    test_global_before_start();
+    test_global_atomic();
+    test_global_extents();
     return eh_finish("emu_errors");
 }

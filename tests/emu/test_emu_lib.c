@@ -1,10 +1,10 @@
 /* test_emu_lib.c — the emulation library on its own, with kernels written in C against the
  * emulator ABI (tl_emu_abi.h): grid sync in cooperative launches, deadlock reports that mix
  * barriers and grid syncs, warp syncs with disjoint masks, warp operations that lanes disagree
- * on, the racecheck's ordering by warp syncs, printf formatting, the loader's and the launch's
- * argument errors, and the numerics of tl_emu_cvt / fma.rm / min / max against references
- * (numerics library, the host's directed rounding, _Float16). Also prints the cost of a fiber
- * switch. */
+ * on, the racecheck's ordering by warp syncs, printf formatting, tensor ranges and the reports
+ * of the global bounds check, the loader's and the launch's argument errors, and the numerics of
+ * tl_emu_cvt / fma.rm / min / max against references (numerics library, the host's directed
+ * rounding, _Float16). Also prints the cost of a fiber switch. */
 #include "emu_harness.h"
 #include "numerics.h"
 #include "tl_emu_abi.h"
@@ -27,7 +27,7 @@ static tl_emu_status launch(void (*fn)(void **), void **params, unsigned grid, u
 {
     tl_emu_kernel *k;
     tl_emu_kernel_from_fn(fn, "ckernel", &k);
-    tl_emu_launch_config cfg = {{grid, 1, 1}, block, smem, coop};
+    tl_emu_launch_config cfg = {{grid, 1, 1}, block, smem, coop, NULL, 0};
     tl_emu_options o = {.workers = 1, .racecheck = racecheck};
     tl_emu_status st = tl_emu_launch(k, params, &cfg, &o, err, cap);
     tl_emu_kernel_free(k);
@@ -205,13 +205,91 @@ static void test_printf(void)
     Out o = {{0}, 0};
     tl_emu_kernel *k;
     tl_emu_kernel_from_fn(k_print, "print", &k);
-    tl_emu_launch_config cfg = {{1, 1, 1}, 1, 0, 0};
+    tl_emu_launch_config cfg = {{1, 1, 1}, 1, 0, 0, NULL, 0};
     tl_emu_options opt = {.workers = 1, .output = capture, .output_ctx = &o};
     char err[256];
     tl_emu_status st = tl_emu_launch(k, NULL, &cfg, &opt, err, sizeof err);
     EH_CHECK(st == TL_EMU_OK, "printf: %s", err);
     EH_CHECK(!strcmp(o.buf, "[  3.142|-42  |0xbeef|-1234567890123|Z|%|3.14e+00]\nno arguments\n"), "printf: %s", o.buf);
     tl_emu_kernel_free(k);
+}
+
+/* ---- the global bounds check: tensor ranges, and accesses as compiled code reports them ---- */
+
+static void test_tensor_range(void)
+{
+    static char buf[256];
+    int64_t sh[2] = {4, 8}, st[2] = {16, 1};
+    tl_emu_range r = tl_emu_tensor_range(buf, 32, 2, sh, st, "x");
+    EH_CHECK(r.base == buf && r.bytes == 4 * (1 + 3 * 16 + 7), "strided: %p %zu", r.base, r.bytes);
+    int64_t neg[2] = {-16, 1}; /* rows in reverse: the lowest byte is three rows down */
+    r = tl_emu_tensor_range(buf + 192, 32, 2, sh, neg, "x");
+    EH_CHECK(r.base == buf && r.bytes == 4 * (1 + 3 * 16 + 7), "negative stride: %p %zu", r.base, r.bytes);
+    int64_t n5[1] = {5}, one[1] = {1}, n6[1] = {6};
+    r = tl_emu_tensor_range(buf, 4, 1, n5, one, "q"); /* e2m1: 5 values in 3 bytes */
+    EH_CHECK(r.base == buf && r.bytes == 3, "e2m1: %zu", r.bytes);
+    r = tl_emu_tensor_range(buf, 4, 1, n6, one, "q");
+    EH_CHECK(r.bytes == 3, "e2m1 x 6: %zu", r.bytes);
+    int64_t bc[2] = {4, 8}, bst[2] = {0, 1}; /* broadcast rows */
+    r = tl_emu_tensor_range(buf, 16, 2, bc, bst, "b");
+    EH_CHECK(r.bytes == 16, "broadcast: %zu", r.bytes);
+    int64_t empty[2] = {4, 0};
+    r = tl_emu_tensor_range(buf, 32, 2, empty, st, "e");
+    EH_CHECK(r.base == buf && r.bytes == 0, "empty: %zu", r.bytes);
+    r = tl_emu_tensor_range(NULL, 32, 2, sh, st, "absent");
+    EH_CHECK(!r.base && r.bytes == 0, "absent: %p %zu", r.base, r.bytes);
+}
+
+/* p[0]: the address to touch, p[1]: the tensor it goes through */
+static void k_touch(void **p)
+{
+    const char *a = *(const char **)p[0];
+    uint32_t t = *(uint32_t *)p[1];
+    const uint64_t *r = tl_emu_global_ranges();
+    uint64_t base = t < TL_EMU_MAX_TENSORS ? r[2 * t] : 0, size = t < TL_EMU_MAX_TENSORS ? r[2 * t + 1] : 0;
+    if ((uint64_t)(uintptr_t)a - base > size - 8 || size < 8)
+        tl_emu_global_access(a, 8, TL_EMU_WRITE, 3, t);
+}
+
+static tl_emu_status touch(const tl_emu_range *ranges, int n, const char *a, uint32_t t, char *err, size_t cap)
+{
+    tl_emu_kernel *k;
+    tl_emu_kernel_from_fn(k_touch, "touch", &k);
+    void *params[2] = {&a, &t};
+    tl_emu_launch_config cfg = {{1, 1, 1}, 1, 0, 0, ranges, n};
+    tl_emu_options o = {.workers = 1};
+    tl_emu_status st = tl_emu_launch(k, params, &cfg, &o, err, cap);
+    tl_emu_kernel_free(k);
+    return st;
+}
+
+static void test_global_access(void)
+{
+    static char mem[1024];
+    tl_emu_range r[3] = {{mem, 64, "a"}, {NULL, 0, "opt"}, {mem + 512, 256, NULL}};
+    char err[512];
+    EH_CHECK(touch(r, 3, mem + 56, 0, err, sizeof err) == TL_EMU_OK, "the last 8 bytes of a: %s", err);
+    tl_emu_status st = touch(r, 3, mem + 60, 0, err, sizeof err);
+    EH_CHECK(st == TL_EMU_ERROR_MEMORY, "straddling the end: %s", tl_emu_status_name(st));
+    HAS(err, "kernel touch, block (0,0,0), thread 0 writes 8 bytes at 0x");
+    HAS(err, "], offset 60 of 'a', 4 bytes past the end of its 64 bytes");
+    /* through a known tensor: inside another one is still out of bounds */
+    st = touch(r, 3, mem + 512, 0, err, sizeof err);
+    HAS(err, "offset 512 of 'a', 456 bytes past the end of its 64 bytes");
+    st = touch(r, 3, mem + 500, 2, err, sizeof err);
+    HAS(err, "offset -12 of tensor parameter 2, 12 bytes before its start");
+    st = touch(r, 3, (const char *)16, 1, err, sizeof err);
+    HAS(err, "writes 8 bytes at 0x10 [");
+    HAS(err, "], through 'opt', a null pointer (the tensor is absent or empty)");
+    /* a tensor the compiler could not tell: any range will do, else the nearest is named */
+    EH_CHECK(touch(r, 3, mem + 600, TL_EMU_NO_TENSOR, err, sizeof err) == TL_EMU_OK, "in some range: %s", err);
+    st = touch(r, 3, mem + 100, TL_EMU_NO_TENSOR, err, sizeof err);
+    HAS(err, "], outside every tensor argument (the nearest: offset 100 of 'a', 44 bytes past the end of its 64 "
+             "bytes)");
+    st = touch(r + 1, 1, mem, TL_EMU_NO_TENSOR, err, sizeof err);
+    HAS(err, "], outside every tensor argument (none has memory)");
+    /* without ranges nothing is checked */
+    EH_CHECK(touch(NULL, 0, mem + 1000, 0, err, sizeof err) == TL_EMU_OK, "unchecked: %s", err);
 }
 
 /* ---- argument errors ---- */
@@ -229,7 +307,7 @@ static void test_errors(void)
     st = tl_emu_kernel_load(junk, 10, "k", NULL, &k, err, sizeof err);
     HAS(err, "the object is too short");
     tl_emu_kernel_from_fn(k_nothing, "nothing", &k);
-    tl_emu_launch_config cfg = {{1, 1, 1}, 0, 0, 0};
+    tl_emu_launch_config cfg = {{1, 1, 1}, 0, 0, 0, NULL, 0};
     st = tl_emu_launch(k, NULL, &cfg, NULL, err, sizeof err);
     EH_CHECK(st == TL_EMU_ERROR_INVALID, "0 threads: %s", tl_emu_status_name(st));
     HAS(err, "tl_emu_launch: 0 threads per block (1 to 1024 are possible)");
@@ -476,6 +554,8 @@ int main(void)
     test_warp_sync_race();
     test_warp_disagree();
     test_printf();
+    test_tensor_range();
+    test_global_access();
     test_errors();
     test_missing_entry();
     test_cvt();

@@ -327,7 +327,7 @@ static bool launch_tiles(tl_emu_kernel *k, const char *name, int sm, void **ptrs
         a[3] = &s0;
         a[4] = &s1;
     }
-    tl_emu_launch_config cfg = {{1, 1, 1}, 128, 0, 0};
+    tl_emu_launch_config cfg = {{1, 1, 1}, 128, 0, 0, NULL, 0};
     tl_emu_options o = {.workers = 1, .racecheck = racecheck};
     tl_emu_status st = k ? tl_emu_launch(k, params, &cfg, &o, err, sizeof err) : TL_EMU_ERROR_INVALID;
     EH_CHECK(st == TL_EMU_OK, "%s sm_%d: %s", name, sm, err);

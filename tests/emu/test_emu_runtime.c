@@ -1,7 +1,8 @@
 /* test_emu_runtime.c — the runtime's CPU device: TILEC_RT_CPU and TILEC_DEVICE=cpu run the
  * shipped kernels through the ordinary runtime API (JIT, argument checks, grid) on the emulator
  * with host pointers; compiled host objects go through the disk cache; the emulator's findings
- * come back as TILEC_ERROR_DRIVER with its message. No CUDA driver is needed. */
+ * (a deadlock, global accesses out of bounds) come back as TILEC_ERROR_DRIVER with its message.
+ * No CUDA driver is needed. */
 #include "ref.h"
 #include "tilec/runtime.h"
 
@@ -168,6 +169,81 @@ static void test_errors(void)
     unlink(path);
 }
 
+/* global accesses out of bounds, through the runtime: the ranges come from the tensor arguments,
+ * one per tensor parameter (an absent optional one too, so that later ones keep their index) */
+static void test_bounds(void)
+{
+    char path[] = "/tmp/tilec-emu-bounds-XXXXXX.tl";
+    int fd = mkstemps(path, 3);
+    static const char src[] = "kernel shifted(x: f32[N], bias: f32[N]?, s: i32, out: f32[N]) grid(1) threads(32)\n"
+                              "{\n"
+                              "    var v = x[thread.x];\n"
+                              "    if const present(bias) {\n"
+                              "        v = v + bias[thread.x];\n"
+                              "    }\n"
+                              "    out[i32(thread.x) + s] = v;\n"
+                              "}\n";
+    if (fd < 0 || write(fd, src, sizeof src - 1) != (ssize_t)(sizeof src - 1)) {
+        CHECK(0, "cannot write %s", path);
+        return;
+    }
+    close(fd);
+    tilec_rt_options o = tilec_rt_default_options();
+    o.flags = TILEC_RT_CPU | TILEC_RT_NO_DISK_CACHE;
+    tilec_rt *rt = NULL;
+    if (tilec_rt_create(&o, &rt) != TILEC_OK) {
+        CHECK(0, "create: %s", tilec_rt_last_error());
+        unlink(path);
+        return;
+    }
+    tilec_rt_library *lib = open_lib(rt, path);
+    const char *absent[1] = {"bias=absent"}, *present[1] = {"bias=present"};
+    tilec_rt_kernel *ka = NULL, *kp = NULL;
+    if (lib && (tilec_rt_get_kernel(lib, "shifted", absent, 1, &ka) != TILEC_OK ||
+                tilec_rt_get_kernel(lib, "shifted", present, 1, &kp) != TILEC_OK))
+        CHECK(0, "get_kernel shifted: %s", tilec_rt_last_error());
+    if (ka && kp) {
+        static float mem[4 * 32];
+        float *x = mem, *bias = mem + 32, *out = mem + 64; /* out[32] is mem[96]: mapped memory */
+        for (int i = 0; i < 64; i++)
+            mem[i] = (float)i;
+        int64_t n[1] = {32};
+        tilec_rt_arg a[4] = {tilec_rt_arg_tensor(x, TILEC_RT_F32, 1, n, NULL), tilec_rt_arg_absent(),
+                             tilec_rt_arg_int(TILEC_RT_I32, 0), tilec_rt_arg_tensor(out, TILEC_RT_F32, 1, n, NULL)};
+        tilec_status s = tilec_rt_launch(ka, a, 4, NULL);
+        CHECK(s == TILEC_OK && out[31] == 31.0f, "within bounds, bias absent: %s", tilec_rt_last_error());
+        a[2] = tilec_rt_arg_int(TILEC_RT_I32, 1);
+        s = tilec_rt_launch(ka, a, 4, NULL);
+        CHECK(s == TILEC_ERROR_DRIVER, "one past the end: %s", tilec_status_name(s));
+        const char *m = tilec_rt_last_error();
+        CHECK(strstr(m, "kernel shifted<bias=absent>, block (0,0,0), thread 31 writes 4 bytes at 0x") &&
+                  strstr(m, "offset 128 of 'out', 4 bytes past the end of its 128 bytes"),
+              "message: %s", m);
+        CHECK(mem[96] == 0.0f, "one past the end: the store happened");
+        a[1] = tilec_rt_arg_tensor(bias, TILEC_RT_F32, 1, n, NULL);
+        a[2] = tilec_rt_arg_int(TILEC_RT_I32, -1);
+        s = tilec_rt_launch(kp, a, 4, NULL);
+        CHECK(s == TILEC_ERROR_DRIVER, "before the start: %s", tilec_status_name(s));
+        CHECK(strstr(tilec_rt_last_error(), "kernel shifted<bias=present>, block (0,0,0), thread 0 writes 4 bytes") &&
+                  strstr(tilec_rt_last_error(), "offset -4 of 'out', 4 bytes before its start"),
+              "message: %s", tilec_rt_last_error());
+        a[2] = tilec_rt_arg_int(TILEC_RT_I32, 0);
+        s = tilec_rt_launch(kp, a, 4, NULL);
+        CHECK(s == TILEC_OK && out[31] == 31.0f + 63.0f, "within bounds, bias present: %s", tilec_rt_last_error());
+        /* a zero-size tensor spans no memory: any access is out of bounds */
+        n[0] = 0;
+        a[0] = tilec_rt_arg_tensor(x, TILEC_RT_F32, 1, n, NULL);
+        a[1] = tilec_rt_arg_tensor(bias, TILEC_RT_F32, 1, n, NULL);
+        a[3] = tilec_rt_arg_tensor(out, TILEC_RT_F32, 1, n, NULL);
+        s = tilec_rt_launch(kp, a, 4, NULL);
+        CHECK(s == TILEC_ERROR_DRIVER && strstr(tilec_rt_last_error(), "thread 0 reads 4 bytes at 0x") &&
+                  strstr(tilec_rt_last_error(), "offset 0 of 'x', 4 bytes past the end of its 0 bytes"),
+              "an empty tensor: %s: %s", tilec_status_name(s), tilec_rt_last_error());
+    }
+    tilec_rt_destroy(rt);
+    unlink(path);
+}
+
 int main(void)
 {
     char kernels[512];
@@ -177,6 +253,7 @@ int main(void)
     test_disk_cache(kernels);
     test_env(kernels);
     test_errors();
+    test_bounds();
     if (failures) {
         fprintf(stderr, "emu_runtime: %d check(s) failed\n", failures);
         return 1;
