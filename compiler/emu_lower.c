@@ -918,12 +918,9 @@ static void instrument_global(EL *el, LLVMValueRef inst, LLVMValueRef p, LLVMVal
     LLVMBuildCall2(el->b, el->gcheck_ty, el->gcheck, args, 7, "");
 }
 
-/* After the optimiser (which so sees the code the GPU build sees, and merges neighbouring
- * accesses into vector ones): every access to global memory through a tensor parameter is
- * checked first. Loads, stores and atomics; the emulator's calls for f32 atomic adds and for
- * cp.async (its source: the src_size bytes it reads, none for a masked-off copy); the memcpy /
- * memset that LLVM may make of loops. */
-static void check_globals(EL *el)
+/* The kernel's instructions, in order, collected first because the rewrites add and remove
+ * instructions; free() the array. */
+static LLVMValueRef *collect_instructions(EL *el, size_t *count)
 {
     size_t n = 0, cap = 256;
     LLVMValueRef *v = tl_xmalloc(cap * sizeof *v);
@@ -935,6 +932,19 @@ static void check_globals(EL *el)
             }
             v[n++] = i;
         }
+    *count = n;
+    return v;
+}
+
+/* After the optimiser (which so sees the code the GPU build sees, and merges neighbouring
+ * accesses into vector ones): every access to global memory through a tensor parameter is
+ * checked first. Loads, stores and atomics; the emulator's calls for f32 atomic adds and for
+ * cp.async (its source: the src_size bytes it reads, none for a masked-off copy); the memcpy /
+ * memset that LLVM may make of loops. */
+static void check_globals(EL *el)
+{
+    size_t n;
+    LLVMValueRef *v = collect_instructions(el, &n);
     for (size_t j = 0; j < n && el->ok; j++) {
         LLVMValueRef i = v[j];
         LLVMOpcode op = LLVMGetInstructionOpcode(i);
@@ -979,17 +989,8 @@ static void lower_atomic_fadd(EL *el, LLVMValueRef inst)
 
 static void lower_instructions(EL *el)
 {
-    /* collect first: the rewrites add and remove instructions */
-    size_t n = 0, cap = 256;
-    LLVMValueRef *v = tl_xmalloc(cap * sizeof *v);
-    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(el->fn); bb; bb = LLVMGetNextBasicBlock(bb))
-        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
-            if (n == cap) {
-                cap *= 2;
-                v = tl_xrealloc(v, cap * sizeof *v);
-            }
-            v[n++] = i;
-        }
+    size_t n;
+    LLVMValueRef *v = collect_instructions(el, &n);
     for (size_t j = 0; j < n && el->ok; j++) {
         LLVMValueRef i = v[j];
         LLVMOpcode op = LLVMGetInstructionOpcode(i);
