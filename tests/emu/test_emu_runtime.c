@@ -129,10 +129,21 @@ static void test_env(const char *kernels)
     unsetenv("TILEC_DEVICE");
 }
 
+/* writes a kernel source to a new file named after the template path (XXXXXX.tl) */
+static bool write_source(char *path, const char *src)
+{
+    int fd = mkstemps(path, 3);
+    size_t n = strlen(src);
+    bool ok = fd >= 0 && write(fd, src, n) == (ssize_t)n;
+    if (fd >= 0)
+        close(fd);
+    CHECK(ok, "cannot write %s", path);
+    return ok;
+}
+
 static void test_errors(void)
 {
     char path[] = "/tmp/tilec-emu-rt-XXXXXX.tl";
-    int fd = mkstemps(path, 3);
     static const char src[] = "kernel stuck(x: f32[N]) grid(1) threads(64)\n"
                               "{\n"
                               "    var v = x[thread.x];\n"
@@ -142,11 +153,8 @@ static void test_errors(void)
                               "    sync_threads();\n"
                               "    x[thread.x] = v;\n"
                               "}\n";
-    if (fd < 0 || write(fd, src, sizeof src - 1) != (ssize_t)(sizeof src - 1)) {
-        CHECK(0, "cannot write %s", path);
+    if (!write_source(path, src))
         return;
-    }
-    close(fd);
     tilec_rt_options o = tilec_rt_default_options();
     o.flags = TILEC_RT_CPU | TILEC_RT_NO_DISK_CACHE;
     tilec_rt *rt = NULL;
@@ -174,7 +182,6 @@ static void test_errors(void)
 static void test_bounds(void)
 {
     char path[] = "/tmp/tilec-emu-bounds-XXXXXX.tl";
-    int fd = mkstemps(path, 3);
     static const char src[] = "kernel shifted(x: f32[N], bias: f32[N]?, s: i32, out: f32[N]) grid(1) threads(32)\n"
                               "{\n"
                               "    var v = x[thread.x];\n"
@@ -183,11 +190,8 @@ static void test_bounds(void)
                               "    }\n"
                               "    out[i32(thread.x) + s] = v;\n"
                               "}\n";
-    if (fd < 0 || write(fd, src, sizeof src - 1) != (ssize_t)(sizeof src - 1)) {
-        CHECK(0, "cannot write %s", path);
+    if (!write_source(path, src))
         return;
-    }
-    close(fd);
     tilec_rt_options o = tilec_rt_default_options();
     o.flags = TILEC_RT_CPU | TILEC_RT_NO_DISK_CACHE;
     tilec_rt *rt = NULL;
