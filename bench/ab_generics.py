@@ -79,21 +79,25 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 16, tenth device call): the SwiGLU backward with its
-    top-k weights indexed flat (no integer division by K), against the commit before (old kernels
-    and wrappers, .carry/ab_old.sh), and its residency. Every output compared byte for byte within
-    each run. The cases of earlier calls are in this file's history; every run's log is in
-    bench/results/."""
-    for t, hh, k in ((8192, 3584, 4), (4096, 2048, 8)):
-        def mk(t=t, hh=hh, k=k):   # as bench/bench_quant.py
-            xq = tilec.torch.quant.cast(torch.randn((t, 2 * hh), device="cuda"), "e4m3", (1, 128))
-            ptt = torch.randperm(t, device="cuda").int()
-            ttp = torch.empty(t, dtype=torch.int32, device="cuda")
-            ttp[ptt.long()] = torch.arange(t, dtype=torch.int32, device="cuda")
-            return (xq, torch.randn((t, hh), device="cuda").bfloat16(), torch.rand((t // k, k), device="cuda"), ptt,
-                    ttp.view(t // k, k))
-        case(f"swiglu_backward n=128 {t}x2x{hh}", "swiglu_backward_per_token_cast", [{}, {"BPS": 8}, {"BPS": 10}], mk,
-             lambda x, g, w, p, q: Q.swiglu_backward_and_per_token_cast(x, g, w, p, q, 128, True), sums_rtol=1e-5)
+    """The cases of the latest run (session 17, fourth device call): 512 threads for the bf16
+    transposes' 128 x 128 tiles at every benchmark shape, and 64 x 64 f32 tiles in x-major order
+    for the small f32 transpose (the third call's best), each beside torch.compile of the reference
+    in the same process. Every output compared byte for byte within each run. The cases of earlier
+    calls are in this file's history; every run's log is in bench/results/."""
+    T = tilec.transpose
+    tr = torch.compile(lambda x: x.T.contiguous(), dynamic=False)
+    btr = torch.compile(lambda x: x.transpose(1, 2).contiguous(), dynamic=False)
+    for m, n in ((8064, 4096), (8064, 7168), (16384, 7168)):
+        case(f"transpose {m}x{n} bf16", "batched_transpose", [{}, {"NTH": 512}],
+             lambda m=m, n=n: (torch.randn((m, n), device="cuda").bfloat16(),), T.transpose, baseline=tr)
+    for b, m, n in ((8, 4032, 7168), (32, 4032, 2048)):
+        case(f"batched_transpose {b}x{m}x{n} bf16", "batched_transpose", [{}, {"NTH": 512}],
+             lambda b=b, m=m, n=n: (torch.randn((b, m, n), device="cuda").bfloat16(),), T.batched_transpose,
+             baseline=btr)
+    for m, n in ((4032, 2048), (2016, 2048), (4032, 1024)):
+        case(f"transpose {m}x{n} f32", "batched_transpose", [{}, {"BX": 64, "BY": 64, "YMAJOR": "false"},
+                                                             {"BX": 64, "BY": 64}],
+             lambda m=m, n=n: (torch.randn((m, n), device="cuda"),), T.transpose, sized=True, baseline=tr)
 
 
 def main():
@@ -106,7 +110,7 @@ def main():
     ceiling = copy_ceiling()
     rows = []
 
-    def case(title, kernel, variants, make, fn, in_bytes=None, sized=False, sums_rtol=0.0):
+    def case(title, kernel, variants, make, fn, in_bytes=None, sized=False, sums_rtol=0.0, baseline=None):
         if args.only and args.only not in title:
             return
         if args.defaults:
@@ -143,6 +147,13 @@ def main():
                          "ceiling_frac": gbs / ceiling})
             print(f"{title:46s} {label:28s} {t * 1e3:8.1f} us {gbs:6.0f} GB/s {100 * gbs / ceiling:5.1f}%", flush=True)
         _EXTRA.clear()
+        if baseline is not None and ref is not None:
+            nbytes = (in_bytes(sample) if in_bytes else count_bytes(list(sample))) + count_bytes(_flat(ref))
+            t = time_fn(baseline, inputs)
+            gbs = nbytes / t / 1e6
+            rows.append({"function": title, "variant": "torch.compile", "bytes": nbytes, "us": t * 1e3, "GB/s": gbs,
+                         "ceiling_frac": gbs / ceiling})
+            print(f"{title:46s} {'torch.compile':28s} {t * 1e3:8.1f} us {gbs:6.0f} GB/s {100 * gbs / ceiling:5.1f}%", flush=True)
         if sized and ref is not None:
             nbytes = (in_bytes(sample) if in_bytes else count_bytes(list(sample))) + count_bytes(_flat(ref))
             c = sized_copy(nbytes)

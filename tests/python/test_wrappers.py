@@ -55,14 +55,22 @@ def test_batched_transpose_specialisation(rec):
     assert rec.calls[1][1] == ("T=u8", "BX=128", "BY=128", "SA=16")
     tilec.transpose.batched_transpose(torch.zeros((1, 64, 128), dtype=torch.uint8))  # smaller than a tile
     assert rec.calls[2][1] == ("T=u8", "BX=32", "BY=64", "SA=16")
-    # 1024 tiles and more: 128 x 128 bf16, 256 x 256 bytes, 64 x 128 f32; N = 192 is not a
-    # multiple of 128: a partial last tile, not a smaller one (the memory is never touched)
+    # 1024 tiles and more: 128 x 128 bf16 (512 threads for a batch), 256 x 256 bytes, 64 x 128 f32
+    # (2000 and more); N = 192 is not a multiple of 128: a partial last tile, not a smaller one
+    # (the memory is never touched)
     tilec.transpose.batched_transpose(torch.empty((512, 128, 192), dtype=torch.bfloat16))
-    assert rec.calls[3][1] == ("T=bf16", "BX=128", "BY=128", "SA=8")
+    assert rec.calls[3][1] == ("T=bf16", "BX=128", "BY=128", "SA=8", "NTH=512")
     tilec.transpose.batched_transpose(torch.empty((256, 512, 512), dtype=torch.uint8))
     assert rec.calls[4][1] == ("T=u8", "BX=256", "BY=256", "SA=16")
     tilec.transpose.batched_transpose(torch.empty((64, 256, 512), dtype=torch.float32))
     assert rec.calls[5][1] == ("T=f32", "BX=64", "BY=128", "SA=4")
+    tilec.transpose.transpose(torch.empty((4096, 4096), dtype=torch.bfloat16))   # one matrix: 256 threads
+    assert rec.calls[6][1] == ("T=bf16", "BX=128", "BY=128", "SA=8")
+    # f32 under 2000 tiles: the columns halved first, then the rows
+    tilec.transpose.transpose(torch.empty((4032, 2048), dtype=torch.float32))
+    assert rec.calls[7][1] == ("T=f32", "BX=64", "BY=64", "SA=4")
+    tilec.transpose.transpose(torch.empty((4032, 1024), dtype=torch.float32))
+    assert rec.calls[8][1] == ("T=f32", "BX=32", "BY=64", "SA=4")
 
 
 def test_transpose_wide_matrix_orders_blocks_along_rows(rec):

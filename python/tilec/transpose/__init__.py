@@ -19,37 +19,53 @@ _kernels = {}
 
 
 def _tile(es, B, M, N):
-    """Tile rows x columns: 128 x 128 bf16 and 64 x 128 f32 (32 KiB), 256 x 256 bytes (64 KiB) —
-    so that every block reads and writes runs of at least 256 contiguous bytes per row (runs of
-    128 bytes, as 128 x 128 u8 tiles had, reached about half the copy ceiling on an H200). Extents
-    that are not a multiple of the tile get a partial last tile (the kernel masks it); only a
-    matrix smaller than the tile gets a smaller one. A batch of fewer than 1024 such tiles (under
-    two waves of resident blocks) gets tiles of half the size each way: 4032 x 2048 bf16 67.5
-    against 64.1 % of the copy ceiling, 8064 x 4096 e4m3 75.6 against 72.6 (H200, session 15
-    call 4; halved tiles lost 1-7 points at the larger shapes)."""
+    """(rows, columns, threads) of a block's tile: 128 x 128 bf16 and 64 x 128 f32 (32 KiB), 256 x
+    256 bytes (64 KiB) — so that every block reads and writes runs of at least 256 contiguous bytes
+    per row (runs of 128 bytes, as 128 x 128 u8 tiles had, reached about half the copy ceiling on
+    an H200). Extents that are not a multiple of the tile get a partial last tile (the kernel masks
+    it); only a matrix smaller than the tile gets a smaller one. A batch of fewer than 1024 such
+    tiles (under two waves of resident blocks) gets smaller tiles: bf16 and bytes half the size
+    each way (4032 x 2048 bf16 67.5 against 64.1 % of the copy ceiling, 8064 x 4096 e4m3 75.6
+    against 72.6; session 15 call 4; halved tiles lost 1-7 points at the larger shapes); f32 (with
+    full-width columns) the columns halved first, then the rows, until there are 2000 tiles (4032 x 2048: 64 x 64, 19.7-19.9
+    us against 20.2-20.4 for 32 x 64; 4032 x 1024 stays 32 x 64, 64 x 64 measured 11.9 against
+    11.4 us; session 17 calls 3-4). Batches of more than one matrix of bf16 in 128 x 128 tiles
+    take 512 threads: 8 x 4032 x 7168 226.0 against 227.4 us, 32 x 4032 x 2048 256.3 against
+    258.1; single matrices measured 0.1-1 % slower with them (call 4)."""
     bx = {1: 256, 2: 128, 4: 64}[es]
     by = {1: 256, 2: 128, 4: 128}[es]
     while bx > 64 and bx > M:
         bx //= 2
     while by > 64 and by > N:
         by //= 2
-    if B * -(-M // bx) * -(-N // by) < 1024 and bx > 32 and by > 64:
+
+    def tiles():
+        return B * -(-M // bx) * -(-N // by)
+    if es == 4 and tiles() < 1024 and by > 64:
+        while tiles() < 2000 and (by > 64 or bx > 32):
+            if by > 64:
+                by //= 2
+            else:
+                bx //= 2
+    elif tiles() < 1024 and bx > 32 and by > 64:
         bx, by = max(bx // 2, 32), by // 2
-    return bx, by
+    nth = 512 if B > 1 and es == 2 and (bx, by) == (128, 128) else 256
+    return bx, by, nth
 
 
 def _kernel(dtype, es, B, M, N, sa):
     """(kernel, whether x must be viewed as raw bits) for one configuration, cached. Blocks go
     down x's columns (YMAJOR, the faster order) unless that puts more than 65535 column tiles in
     the grid's second dimension; then along its rows."""
-    bx, by = _tile(es, B, M, N)
+    bx, by, nth = _tile(es, B, M, N)
     ymajor = -(-N // by) <= 65535
-    key = (dtype, bx, by, sa, ymajor)
+    key = (dtype, bx, by, nth, sa, ymajor)
     entry = _kernels.get(key)
     if entry is None:
         # the kernel copies bits: dtypes the language lacks travel as unsigned integers of their width
         tname = _NAMES.get(dtype) or _BITS_AS[es][1]
-        gens = (f"T={tname}", f"BX={bx}", f"BY={by}", f"SA={sa}") + (() if ymajor else ("YMAJOR=false",))
+        gens = (f"T={tname}", f"BX={bx}", f"BY={by}", f"SA={sa}") + (() if nth == 256 else (f"NTH={nth}",)) \
+            + (() if ymajor else ("YMAJOR=false",))
         k = _runtime.kernel("batched_transpose", gens)
         entry = _kernels[key] = (k, dtype not in _NAMES)
     return entry
