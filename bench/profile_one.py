@@ -4,7 +4,8 @@ made and the function warmed up first; the profiled call is the last one.
 
 WHAT: swiglu_backward (8192 x 2 x 3584, 4 slots per token), per_block_cast_lossless (16384 x 7168),
 mask_indices_by_tp (4001 x 8 int64; tilec's kernel and torch.compile's, each called last),
-batched_transpose (8 x 4032 x 7168 bf16; tilec's and torch.compile's), per_channel_t32 and
+batched_transpose (8 x 4032 x 7168 bf16; tilec's and torch.compile's), transpose_f32_small (4032 x
+2048 f32; tilec's and torch.compile's), per_channel_t32 and
 per_channel_t128 (per_channel_cast_and_transpose of 16384 x 7168, one scale per 32 / 128 rows),
 per_token_cast_e2m1, per_block_cast_e2m1, cast_back_e2m1 (16384 x 7168, packed UE8M0 scales),
 swiglu_forward (16384 x 2 x 3584, n = 128, packed scales), swiglu_per_channel (the same x, per-channel
@@ -105,13 +106,23 @@ def batched_transpose():
     return both
 
 
+def transpose_f32_small():
+    x = torch.randn((4032, 2048), device="cuda")
+    ref = torch.compile(lambda v: v.T.contiguous(), dynamic=False)
+
+    def both():
+        tilec.transpose.transpose(x)
+        ref(x)
+    return both
+
+
 if __name__ == "__main__":
     fn = {"swiglu_backward": swiglu_backward, "swiglu_forward": swiglu_forward, "swiglu_per_channel": swiglu_per_channel,
           "per_block_cast_lossless": per_block_cast_lossless,
           "mask_indices_by_tp": mask_indices_by_tp, "per_token_cast_e2m1": per_token_cast_e2m1,
           "per_block_cast_e2m1": per_block_cast_e2m1, "cast_back_e2m1": cast_back_e2m1,
           "batched_transpose": batched_transpose, "per_channel_t32": per_channel_t32,
-          "per_channel_t128": per_channel_t128}[sys.argv[1]]()
+          "per_channel_t128": per_channel_t128, "transpose_f32_small": transpose_f32_small}[sys.argv[1]]()
     for _ in range(3):
         fn()
     torch.cuda.synchronize()

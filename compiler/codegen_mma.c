@@ -1,5 +1,6 @@
 /* codegen_mma.c — LLVM code for the target instructions that lower_gemm.c and pipeline.c put in
- * the tile IR (the TI_* calls of tir.h): mma.sync, ldmatrix, cp.async and register packing.
+ * the tile IR (the TI_* calls of tir.h): mma.sync, ldmatrix, cp.async, register packing, and
+ * the byte transpose of lower_tiles.c's transposing copies.
  *
  * Every one of them is an NVVM intrinsic in LLVM 22, so no inline PTX is needed and LLVM still
  * schedules around them. The intrinsics are looked up by name and their signatures taken from
@@ -128,6 +129,39 @@ bool cgx_intrin(const CgxEnv *env, const TExpr *call, LLVMValueRef *args, LLVMVa
     case TI_CP_WAIT: {
         LLVMValueRef n = LLVMConstInt(LLVMInt32TypeInContext(env->ctx), (unsigned long long)call->ival, 0);
         return call_named(env, "llvm.nvvm.cp.async.wait.group", &n, 1) != NULL;
+    }
+    case TI_TRANSPOSE_B8: {
+        /* a 4 x 4 byte transpose, out[4 c + r] = in[4 r + c]: the rows as 32-bit words, then two
+         * rounds of prmt on word pairs (interleave bytes, then 16-bit halves): half an
+         * instruction per byte, where byte inserts and extracts cost about two. prmt, not
+         * shufflevector: LLVM's combines spread vector shuffles over every byte of the
+         * surrounding loads and stores (the u8 transpose's PTX grew by half) */
+        if (call->nargs != 16 || nouts != 16)
+            return false;
+        LLVMTypeRef i8 = LLVMInt8TypeInContext(env->ctx), i32 = LLVMInt32TypeInContext(env->ctx);
+        LLVMTypeRef v4 = LLVMVectorType(i8, 4);
+        LLVMValueRef w[4];
+        for (int r = 0; r < 4; r++) {
+            LLVMValueRef v = LLVMGetUndef(v4);
+            for (int c = 0; c < 4; c++)
+                v = LLVMBuildInsertElement(env->b, v, args[4 * r + c], LLVMConstInt(i32, (unsigned)c, 0), "");
+            w[r] = LLVMBuildBitCast(env->b, v, i32, "");
+        }
+        /* prmt(a, b, s): byte i of the result is byte (s >> 4 i) & 7 of b:a */
+        LLVMValueRef p[3];
+#define PRMT(x, y, sel) (p[0] = (x), p[1] = (y), p[2] = LLVMConstInt(i32, (sel), 0), call_named(env, "llvm.nvvm.prmt", p, 3))
+        LLVMValueRef t0 = PRMT(w[0], w[1], 0x5140), t1 = PRMT(w[0], w[1], 0x7362); /* r0 r1 interleaved */
+        LLVMValueRef t2 = PRMT(w[2], w[3], 0x5140), t3 = PRMT(w[2], w[3], 0x7362); /* r2 r3 interleaved */
+        LLVMValueRef col[4] = {PRMT(t0, t2, 0x5410), PRMT(t0, t2, 0x7632), PRMT(t1, t3, 0x5410), PRMT(t1, t3, 0x7632)};
+#undef PRMT
+        for (int c = 0; c < 4; c++) {
+            if (!col[c])
+                return false;
+            LLVMValueRef v = LLVMBuildBitCast(env->b, col[c], v4, "");
+            for (int r = 0; r < 4; r++)
+                outs[4 * c + r] = LLVMBuildExtractElement(env->b, v, LLVMConstInt(i32, (unsigned)r, 0), "");
+        }
+        return true;
     }
     default: return false;
     }

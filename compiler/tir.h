@@ -142,6 +142,7 @@ enum {
                             * bytes past `src bytes` zero-filled */
     TI_CP_COMMIT,          /* TS_INTRIN: cp.async.commit_group */
     TI_CP_WAIT,            /* TS_INTRIN: cp.async.wait_group ival */
+    TI_TRANSPOSE_B8,       /* TS_INTRIN: (16 one-byte values, 4 rows of 4) -> the 16 of the transpose */
 };
 
 /* ---- statements ---- */
@@ -305,8 +306,10 @@ Layout *layout_default(Arena *a, int rank, const int64_t *shape, int nthreads, i
                        int row_run);
 Layout *layout_reduce(Arena *a, const Layout *src, int dim, int group);
 Layout *layout_refine_for_reduce(Arena *a, const Layout *src, int dim, int group);
-/* elements per vector of a transposing copy through shared memory (micro-tiles V x V) */
+/* a transposing copy through shared memory moves micro-tiles of R rows of V elements: V (the
+ * elements per shared read and the rows written) and R (the rows read and the elements per write) */
 int transpose_vec(int elem_bytes, int64_t r0, int64_t r1, int nthreads);
+int transpose_rows(int elem_bytes, int64_t r0, int64_t r1, int nthreads);
 /* thread-level coordinates of a layout (layout.c): the part of an element's coordinate along dim
  * that the thread index gives, the constant part register r gives, and the predicate that is
  * true for one replica of replicated elements (NULL if none) */

@@ -20,6 +20,7 @@ static const char *call_name(int b)
     case TI_SHFL_IDX_RAW: return "shfl.idx";
     case TI_ADDR: return "addr";
     case TI_PACK: return "pack";
+    case TI_TRANSPOSE_B8: return "transpose.b8";
     case TI_LDMATRIX: return "ldmatrix";
     case TI_MMA: return "mma";
     case TI_CP_ASYNC: return "cp.async";

@@ -11,7 +11,7 @@ STALLS=$(printf 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio,' l
   branch_resolving drain membar sleeping tex_throttle imc_miss misc)
 STALLS=${STALLS%,}
 PIPES=$(printf 'sm__inst_executed_pipe_%s.avg.pct_of_peak_sustained_active,' alu fma fmaheavy fmalite xu lsu cbu adu uniform)
-PIPES="${PIPES%,},smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active"
+PIPES="${PIPES%,},smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,dram__bytes_write.sum"
 for arg in "$@"; do
   what=${arg%%:*} kern=${arg#*:}
   f="$OUT/ncu_$what${NCU_TAG:-}"
@@ -28,7 +28,8 @@ lines = open(sys.argv[1]).read().splitlines()
 head = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), len(lines))  # ncu's ==PROF== lines first
 for row in csv.DictReader(io.StringIO("\n".join(lines[head:]))):
     name = row.get("Metric Name", "")
-    if name in want or name.startswith(("smsp__average_warps_issue_stalled", "sm__inst_executed_pipe", "smsp__i")):
+    if name in want or name.startswith(("smsp__average_warps_issue_stalled", "sm__inst_executed_pipe", "smsp__i", "dram__",
+                                        "Grid Size", "Block Size")):
         print(f"  {row['Kernel Name'][:40]:40s} {row['Metric Name']:36s} {row['Metric Value']} {row['Metric Unit']}")
 PY
 done

@@ -3,7 +3,7 @@
                   (via the manifest) reports no spills and no stack frame for any of them, except
                   small ones (<= 128 bytes) where the specialisation asks for blocks per SM (a
                   generic BPS > 0: fewer registers traded for occupancy, measured faster)
-  vectors      -- the PTX of each of the five first kernels uses 16-byte global accesses where the
+  vectors      -- the PTX of each of the first kernels (FIVE) uses 16-byte global accesses where the
                   data allows (and the instructions the kernel must contain)
   determinism  -- two compiles of the same specialisation give byte-identical PTX
 Usage: check_kernels.py TILEC KERNELS.TL WORKDIR {build|vectors|determinism}"""
@@ -36,6 +36,9 @@ FIVE = [
      [LD16, ST16, r"ld\.shared\.v4\.b32", r"st\.shared\.v4\.b32", r"bar\.sync"]),
     ("batched_transpose", ["T=f32", "BX=64", "BY=128", "SA=4"],
      [LD16, ST16]),
+    # bytes: micro-tiles of 16 rows of 8 bytes, so 16-byte writes too, transposed by prmt
+    ("batched_transpose", ["T=u8", "BX=256", "BY=256", "SA=16"],
+     [LD16, ST16, r"prmt\.b32"]),
     ("per_token_cast", ["T=bf16", "O=e4m3", "H=7168", "G=128", "ROUND=true", "XA=8", "out=present", "sf=present",
                         "sfp=absent", "psf=absent", "isf=absent", "isfp=absent"],
      [LD16, r"cvt\.rn\.satfinite\.e4m3x2\.f32", r"shfl\.sync\.bfly", r"div\.rn\.f32|mul\.rn\.f32"]),

@@ -1,5 +1,5 @@
 /* test_kernel_transpose.c — batched_transpose (kernels/transpose.tl) on the emulator against the
- * reference of quant-transpose.md §2.20: every element type width, both tile sizes, ragged last
+ * reference of quant-transpose.md §2.20: every element type width, the tile sizes, ragged last
  * tiles, strided rows and batches, the vector (SA = 16) and scalar (SA = 1) paths, and the
  * persistent pipelined form (STAGES > 0: blocks walk the tiles; the harness has 3 SMs, so each
  * block takes several tiles, across batches), both in both block orders (YMAJOR);
@@ -79,6 +79,10 @@ int main(void)
     /* the scalar path: row strides that are not multiples of 16 elements */
     run("f32", 4, 64, 64, 1, 2, 64, 64, 67, 64 * 67 + 5);
     run("u8", 1, 128, 128, 1, 1, 128, 192, 193, 128 * 193);
+    /* 256 x 256 bytes: micro-tiles of 16 rows of 8 bytes (16-byte writes), ragged and strided,
+     * vector and scalar */
+    run("u8", 1, 256, 256, 16, 2, 320, 576, 640, 320 * 640 + 16);
+    run("u8", 1, 256, 256, 1, 1, 256, 256, 259, 256 * 259);
     /* persistent blocks: 2 and 3 stages, ragged tiles, strided batches */
     run_staged("bf16", 2, 128, 128, 16, 2, 3, 192, 320, 320, 192 * 320);
     run_staged("f32", 4, 64, 128, 16, 3, 2, 128, 192, 256, 128 * 256 + 64);

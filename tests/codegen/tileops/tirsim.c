@@ -835,6 +835,12 @@ static void exec_intrin(Sim *S, const TStmt *s, const bool *m)
         break;
     case TI_CP_COMMIT:
     case TI_CP_WAIT: break; /* copies are done at once */
+    case TI_TRANSPOSE_B8: /* out[4 c + r] = in[4 r + c] */
+        for (int r = 0; r < 4; r++)
+            for (int col = 0; col < 4; col++)
+                for (int t = 0; t < S->nt; t++)
+                    res[4 * col + r][t] = a[4 * r + col][t];
+        break;
     default: fail(S, "target instruction %d is not simulated", c->builtin); break;
     }
     for (int i = 0; i < s->nidx && !S->failed; i++) {
