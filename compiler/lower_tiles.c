@@ -344,9 +344,9 @@ static TStmt *lower_transposing_copy(LT *L, TStmt *s, TStmt *out)
         }
         /* the transpose: tr[a * rv + b] = in[b * v + a]; bytes of micro-tiles of 8 and more in 4 x 4
          * blocks of prmt (H200, session 17 call 8: e4m3 transpose 87.6 -> 88.6 % of the copy
-         * ceiling with the 16-byte writes; per_channel_cast_and_transpose with one scale per 32
-         * rows, whose 4 x 4 micro-tiles then took one block, 84.4 -> 80.7, so those keep the
-         * element moves, which give the same prmt count less one word's worth) */
+         * ceiling with the 16-byte writes). 4 x 4 micro-tiles keep the element moves (12 prmt
+         * against 8): with the block, per_channel_cast_and_transpose with one scale per 32 rows
+         * measured 84.4 -> 80.7, a case that also varies by about 5 points between runs */
         if (es == 1 && v >= 8 && v % 4 == 0 && rv % 4 == 0) {
             for (int a0 = 0; a0 < v; a0 += 4)
                 for (int b0 = 0; b0 < rv; b0 += 4) {
