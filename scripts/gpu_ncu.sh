@@ -2,7 +2,7 @@
 # One device call of Nsight Compute profiles: for each "WHAT:KERNEL_REGEX" argument, the last
 # launch of the kernel in bench/profile_one.py WHAT (SpeedOfLight, Occupancy, LaunchStats,
 # WarpStateStats, ComputeWorkloadAnalysis, and the warp stall reasons and pipe utilisations as
-# metrics), as CSV in $OUT/ncu_WHAT$NCU_TAG.csv, and a one-line summary per metric. PROFILE_GENERICS
+# metrics), as CSV in $OUT/ncu_WHAT_KERNEL$NCU_TAG.csv, and a one-line summary per metric. PROFILE_GENERICS
 # (see bench/profile_one.py) profiles a variant; NCU_TAG names its files apart.
 set -u
 export TILEC_DIST=${TILEC_DIST:-$PWD/dist} PYTHONPATH=${PYTHONPATH:-$PWD/dist/python} TILEC_CACHE_DIR=/tmp/tilec-cache PYTHONUNBUFFERED=1
@@ -14,7 +14,8 @@ PIPES=$(printf 'sm__inst_executed_pipe_%s.avg.pct_of_peak_sustained_active,' alu
 PIPES="${PIPES%,},smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,dram__bytes_write.sum"
 for arg in "$@"; do
   what=${arg%%:*} kern=${arg#*:}
-  f="$OUT/ncu_$what${NCU_TAG:-}"
+  # one file per function and kernel pattern (two patterns of one function kept apart)
+  f="$OUT/ncu_${what}_$(printf '%s' "$kern" | tr -c 'A-Za-z0-9_' '_' | cut -c1-40)${NCU_TAG:-}"
   timeout 150 /usr/local/cuda/bin/ncu -k "regex:$kern" -c 1 --launch-skip 2 --section SpeedOfLight --section Occupancy \
     --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis \
     --metrics "$STALLS,$PIPES" --csv --page details python3 bench/profile_one.py "$what" > "$f.csv" 2> "$f.err"
