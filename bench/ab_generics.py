@@ -113,6 +113,12 @@ def main():
     ceiling = copy_ceiling()
     rows = []
 
+    def record(title, label, nbytes, t):
+        gbs = nbytes / t / 1e6
+        rows.append({"function": title, "variant": label, "bytes": nbytes, "us": t * 1e3, "GB/s": gbs,
+                     "ceiling_frac": gbs / ceiling})
+        print(f"{title:46s} {label:28s} {t * 1e3:8.1f} us {gbs:6.0f} GB/s {100 * gbs / ceiling:5.1f}%", flush=True)
+
     def case(title, kernel, variants, make, fn, in_bytes=None, sized=False, sums_rtol=0.0, baseline=None):
         if args.only and args.only not in title:
             return
@@ -145,20 +151,14 @@ def main():
             nbytes = (in_bytes(sample) if in_bytes else count_bytes(list(sample))) + count_bytes(_flat(res))
             t = time_fn(fn, inputs)
             _set_module_attrs(saved)
-            gbs = nbytes / t / 1e6
-            rows.append({"function": title, "variant": label, "bytes": nbytes, "us": t * 1e3, "GB/s": gbs,
-                         "ceiling_frac": gbs / ceiling})
-            print(f"{title:46s} {label:28s} {t * 1e3:8.1f} us {gbs:6.0f} GB/s {100 * gbs / ceiling:5.1f}%", flush=True)
+            record(title, label, nbytes, t)
         _EXTRA.clear()
-        if baseline is not None and ref is not None:
-            nbytes = (in_bytes(sample) if in_bytes else count_bytes(list(sample))) + count_bytes(_flat(ref))
-            t = time_fn(baseline, inputs)
-            gbs = nbytes / t / 1e6
-            rows.append({"function": title, "variant": "torch.compile", "bytes": nbytes, "us": t * 1e3, "GB/s": gbs,
-                         "ceiling_frac": gbs / ceiling})
-            print(f"{title:46s} {'torch.compile':28s} {t * 1e3:8.1f} us {gbs:6.0f} GB/s {100 * gbs / ceiling:5.1f}%", flush=True)
-        if sized and ref is not None:
-            nbytes = (in_bytes(sample) if in_bytes else count_bytes(list(sample))) + count_bytes(_flat(ref))
+        if ref is None:
+            return
+        nbytes = (in_bytes(sample) if in_bytes else count_bytes(list(sample))) + count_bytes(_flat(ref))
+        if baseline is not None:
+            record(title, "torch.compile", nbytes, time_fn(baseline, inputs))
+        if sized:
             c = sized_copy(nbytes)
             rows.append({"function": title, "variant": "torch copy of the same bytes", "bytes": nbytes, "GB/s": c,
                          "ceiling_frac": c / ceiling})

@@ -56,6 +56,13 @@ static LLVMValueRef bits32(const CgxEnv *env, LLVMValueRef x)
     return x;
 }
 
+/* prmt(a, b, sel): byte i of the result is byte (sel >> 4 i) & 7 of b:a; NULL if LLVM lacks it */
+static LLVMValueRef prmt(const CgxEnv *env, LLVMValueRef a, LLVMValueRef b, unsigned sel)
+{
+    LLVMValueRef p[3] = {a, b, LLVMConstInt(LLVMInt32TypeInContext(env->ctx), sel, 0)};
+    return call_named(env, "llvm.nvvm.prmt", p, 3);
+}
+
 LLVMValueRef cgx_value(const CgxEnv *env, const TExpr *call, LLVMValueRef *args)
 {
     if (call->builtin != TI_PACK)
@@ -147,13 +154,13 @@ bool cgx_intrin(const CgxEnv *env, const TExpr *call, LLVMValueRef *args, LLVMVa
                 v = LLVMBuildInsertElement(env->b, v, args[4 * r + c], LLVMConstInt(i32, (unsigned)c, 0), "");
             w[r] = LLVMBuildBitCast(env->b, v, i32, "");
         }
-        /* prmt(a, b, s): byte i of the result is byte (s >> 4 i) & 7 of b:a */
-        LLVMValueRef p[3];
-#define PRMT(x, y, sel) (p[0] = (x), p[1] = (y), p[2] = LLVMConstInt(i32, (sel), 0), call_named(env, "llvm.nvvm.prmt", p, 3))
-        LLVMValueRef t0 = PRMT(w[0], w[1], 0x5140), t1 = PRMT(w[0], w[1], 0x7362); /* r0 r1 interleaved */
-        LLVMValueRef t2 = PRMT(w[2], w[3], 0x5140), t3 = PRMT(w[2], w[3], 0x7362); /* r2 r3 interleaved */
-        LLVMValueRef col[4] = {PRMT(t0, t2, 0x5410), PRMT(t0, t2, 0x7632), PRMT(t1, t3, 0x5410), PRMT(t1, t3, 0x7632)};
-#undef PRMT
+        /* rows 0 and 1 interleaved byte by byte (t0: columns 0, 1; t1: 2, 3), rows 2 and 3 the same */
+        LLVMValueRef t0 = prmt(env, w[0], w[1], 0x5140), t1 = prmt(env, w[0], w[1], 0x7362);
+        LLVMValueRef t2 = prmt(env, w[2], w[3], 0x5140), t3 = prmt(env, w[2], w[3], 0x7362);
+        if (!t0 || !t1 || !t2 || !t3)
+            return false;
+        LLVMValueRef col[4] = {prmt(env, t0, t2, 0x5410), prmt(env, t0, t2, 0x7632), prmt(env, t1, t3, 0x5410),
+                               prmt(env, t1, t3, 0x7632)};
         for (int c = 0; c < 4; c++) {
             if (!col[c])
                 return false;

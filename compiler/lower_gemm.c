@@ -359,14 +359,7 @@ static bool ldmatrix_aligned(const GemmLowering *L, const Region *r)
 
 static void intrin(GemmLowering *L, int id, int64_t ival, TExpr **args, int nargs, TExpr **outs, int nouts)
 {
-    TKernel *k = L->k;
-    TStmt *st = ts_new(k, TS_INTRIN, L->s->loc);
-    st->e = tx_call(k, id, DT_NONE, args, nargs);
-    st->e->ival = ival;
-    st->idx = ARENA_ARRAY(k->arena, TExpr *, nouts ? nouts : 1);
-    memcpy(st->idx, outs, sizeof(TExpr *) * (size_t)nouts);
-    st->nidx = nouts;
-    ts_push(k, L->out, st);
+    ts_push(L->k, L->out, ts_intrin(L->k, id, ival, args, nargs, outs, nouts, L->s->loc));
 }
 
 /* one packed register from E elements x[0..E) */

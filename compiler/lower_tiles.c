@@ -357,12 +357,7 @@ static TStmt *lower_transposing_copy(LT *L, TStmt *s, TStmt *out)
                             args[4 * rr + c] = tx_load(k, in, &ri, 1);
                             outs[4 * c + rr] = tx_load(k, tr, &wi, 1);
                         }
-                    TStmt *st = ts_new(k, TS_INTRIN, s->loc);
-                    st->e = tx_call(k, TI_TRANSPOSE_B8, DT_NONE, args, 16);
-                    st->idx = ARENA_ARRAY(k->arena, TExpr *, 16);
-                    memcpy(st->idx, outs, sizeof outs);
-                    st->nidx = 16;
-                    ts_push(k, out, st);
+                    ts_push(k, out, ts_intrin(k, TI_TRANSPOSE_B8, 0, args, 16, outs, 16, s->loc));
                 }
         } else {
             for (int a = 0; a < v; a++)

@@ -363,11 +363,8 @@ static void push_guarded(TKernel *k, TStmt *out, TExpr *pred, TStmt *s)
 
 static void cp_async(TKernel *k, TStmt *out, int bytes, TExpr *dst, TExpr *src, TExpr *src_bytes)
 {
-    TStmt *st = ts_new(k, TS_INTRIN, loc_none());
     TExpr *args[3] = {dst, src, src_bytes};
-    st->e = tx_call(k, TI_CP_ASYNC, DT_NONE, args, 3);
-    st->e->ival = bytes;
-    ts_push(k, out, st);
+    ts_push(k, out, ts_intrin(k, TI_CP_ASYNC, bytes, args, 3, NULL, 0, loc_none()));
 }
 
 static TExpr *addr(TKernel *k, TBuf *b, TExpr **idx)
@@ -701,9 +698,7 @@ static void pipeline_loop(PL *P, TStmt *loop, TStmt *parent_out)
                              "aligned bytes or more, which cp.async needs");
         }
         ts_push(k, parent_out, g);
-        TStmt *commit = ts_new(k, TS_INTRIN, loop->loc);
-        commit->e = tx_call(k, TI_CP_COMMIT, DT_NONE, NULL, 0);
-        ts_push(k, parent_out, commit);
+        ts_push(k, parent_out, ts_intrin(k, TI_CP_COMMIT, 0, NULL, 0, NULL, 0, loop->loc));
     }
     /* the loop: wait, barrier, fetch n-1 ahead, commit, compute on D[stage] */
     TVar *count = tir_var(k, "pipe_iter", DT_I32, true);
@@ -712,10 +707,7 @@ static void pipeline_loop(PL *P, TStmt *loop, TStmt *parent_out)
     ts_push(k, nb, ts_assign(k, count, tx_bin(k, OP_ADD, tx_var(k, count), ic(k, 1))));
     TVar *stage = tir_var(k, "stage", DT_I32, false);
     ts_push(k, nb, ts_decl(k, stage, tx_bin(k, OP_MOD, tx_var(k, count), ic(k, n))));
-    TStmt *wait = ts_new(k, TS_INTRIN, loop->loc);
-    wait->e = tx_call(k, TI_CP_WAIT, DT_NONE, NULL, 0);
-    wait->e->ival = n - 2;
-    ts_push(k, nb, wait);
+    ts_push(k, nb, ts_intrin(k, TI_CP_WAIT, n - 2, NULL, 0, NULL, 0, loop->loc));
     ts_push(k, nb, ts_barrier(k));
     TExpr *ahead = tx_bin(k, OP_ADD, tx_var(k, loop->var), tx_bin(k, OP_MUL, tx_var(k, st), tx_const_int(k, it, n - 1)));
     TVar *next = tir_var(k, "pipe_next", it, false);
@@ -727,9 +719,7 @@ static void pipeline_loop(PL *P, TStmt *loop, TStmt *parent_out)
         emit_copy(P, g, loop->body[async_idx[j]], &S, wstage);
     }
     ts_push(k, nb, g);
-    TStmt *commit = ts_new(k, TS_INTRIN, loop->loc);
-    commit->e = tx_call(k, TI_CP_COMMIT, DT_NONE, NULL, 0);
-    ts_push(k, nb, commit);
+    ts_push(k, nb, ts_intrin(k, TI_CP_COMMIT, 0, NULL, 0, NULL, 0, loop->loc));
     /* the rest of the body, reading the stage buffers */
     TStmt *rest = ts_seq(k);
     for (int i = 0; i < loop->nbody; i++) {
@@ -745,10 +735,7 @@ static void pipeline_loop(PL *P, TStmt *loop, TStmt *parent_out)
     loop->body = nb->body;
     loop->nbody = nb->nbody;
     ts_push(k, parent_out, loop);
-    TStmt *drain = ts_new(k, TS_INTRIN, loop->loc);
-    drain->e = tx_call(k, TI_CP_WAIT, DT_NONE, NULL, 0);
-    drain->e->ival = 0;
-    ts_push(k, parent_out, drain);
+    ts_push(k, parent_out, ts_intrin(k, TI_CP_WAIT, 0, NULL, 0, NULL, 0, loop->loc));
 }
 
 static void walk(PL *P, TStmt *seq);

@@ -336,3 +336,15 @@ TStmt *ts_for(TKernel *k, TVar *v, TExpr *lo, TExpr *hi, TExpr *step, ForKind ki
 }
 
 TStmt *ts_barrier(TKernel *k) { return ts_new(k, TS_BARRIER, loc_none()); }
+
+TStmt *ts_intrin(TKernel *k, int id, int64_t ival, TExpr **args, int nargs, TExpr **outs, int nouts, Loc loc)
+{
+    TStmt *s = ts_new(k, TS_INTRIN, loc);
+    s->e = tx_call(k, id, DT_NONE, args, nargs);
+    s->e->ival = ival;
+    s->idx = ARENA_ARRAY(k->arena, TExpr *, nouts ? nouts : 1);
+    if (nouts)
+        memcpy(s->idx, outs, sizeof(TExpr *) * (size_t)nouts);
+    s->nidx = nouts;
+    return s;
+}

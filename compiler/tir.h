@@ -282,6 +282,8 @@ TStmt *ts_eval(TKernel *k, TExpr *e);
 TStmt *ts_if(TKernel *k, TExpr *c);
 TStmt *ts_for(TKernel *k, TVar *v, TExpr *lo, TExpr *hi, TExpr *step, ForKind kind);
 TStmt *ts_barrier(TKernel *k);
+/* a target instruction (TI_*) with its arguments and the register-array elements it writes */
+TStmt *ts_intrin(TKernel *k, int id, int64_t ival, TExpr **args, int nargs, TExpr **outs, int nouts, Loc loc);
 
 /* the printer and the verifier (tir_print.c, tir_verify.c) */
 void tir_print(StrBuf *out, const TKernel *k);
