@@ -1,47 +1,30 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian 12 / Ubuntu 24.04 machine lacks, then configures and builds
-# tilec into ./build (release) and installs it into ./dist.
-# Usage: scripts/setup.sh [--deps-only]
+# Sets a fresh Debian 12 or 13 machine up for tilec, in one command:
+#   1. installs what is missing: Debian packages (LLVM 22, clang, lld, flex, bison, CMake, ...)
+#      and the Python packages pinned in requirements.txt (torch 2.13.0 CPU, pytest, ...);
+#   2. builds ./build (release) and installs it into ./dist;
+#   3. builds the kernel library ahead of time into dist/share/tilec/kernels.fatbin (needs the
+#      CUDA 13 toolkit's ptxas; skipped, with a warning, without it);
+#   4. runs a first kernel: on the GPU where there is one, else on the CPU emulator.
+# Usage: scripts/setup.sh [--deps-only]   (--deps-only: step 1 alone)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+. scripts/deps.sh
 
-LLVM_VER=22
-need=()
-command -v cmake >/dev/null || need+=(cmake)
-command -v ninja >/dev/null || need+=(ninja-build)
-command -v flex >/dev/null || need+=(flex)
-command -v bison >/dev/null || need+=(bison)
-command -v cc >/dev/null || need+=(gcc)
-command -v llvm-config-$LLVM_VER >/dev/null || need+=(llvm-$LLVM_VER-dev)
-command -v clang-$LLVM_VER >/dev/null || need+=(clang-$LLVM_VER)
-[ -e /usr/lib/llvm-$LLVM_VER/lib/clang/$LLVM_VER/lib/linux/libclang_rt.fuzzer-x86_64.a ] || need+=(libclang-rt-$LLVM_VER-dev)
-command -v ld.lld-$LLVM_VER >/dev/null || need+=(lld-$LLVM_VER)
-[ -e /usr/include/zstd.h ] || need+=(libzstd-dev)
-[ -e /usr/include/zlib.h ] || need+=(zlib1g-dev)
-command -v python3 >/dev/null || need+=(python3)
-# The Python package tests (recorded launches, no GPU) run on Debian's torch.
-python3 -c "import torch" 2>/dev/null || need+=(python3-torch)
-python3 -c "import pytest" 2>/dev/null || need+=(python3-pytest)
-
-if [ ${#need[@]} -gt 0 ]; then
-  echo "setup: installing ${need[*]}"
-  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
-  $SUDO apt-get update -q
-  if ! DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need[@]}"; then
-    echo "setup: apt-get could not install ${need[*]}." >&2
-    echo "setup: LLVM $LLVM_VER comes from Debian 12's bookworm-security suite, or apt.llvm.org on Ubuntu." >&2
-    exit 1
-  fi
-fi
-
-if [ ! -x /usr/local/cuda/bin/ptxas ]; then
-  echo "setup: warning: CUDA 13 toolkit not found at /usr/local/cuda (ptxas is missing)." >&2
-  echo "setup: tilec still builds and emits PTX; cubins, fatbins and the ptxas tests need it." >&2
-fi
-
+tilec_install_deps "$root"
 [ "${1:-}" = "--deps-only" ] && exit 0
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build
-cmake --install build --prefix dist >/dev/null
-echo "setup: built ./build, installed ./dist (tilec CLI: dist/bin/tilec)"
+cmake --install build --prefix dist --strip >/dev/null
+echo "setup: built ./build, installed ./dist (the tilec CLI: dist/bin/tilec; the Python package: dist/python)"
+
+if [ -x "${TILEC_CUDA_HOME:-/usr/local/cuda}/bin/ptxas" ]; then
+  share=dist/share/tilec
+  dist/bin/tilec build "$share/kernels.tl" --arch sm_90a,sm_100a -j "$(nproc)" -o "$share/kernels.fatbin"
+else
+  echo "setup: no ptxas: the kernel library is compiled on first use instead of ahead of time" >&2
+fi
+
+PYTHONPATH=dist/python python3 scripts/first_kernel.py

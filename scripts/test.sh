@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command of tilec (the README's, and CI's through .ci/run):
+# The test command of tilec (the README's, and CI's through .ci/run). It first installs what the
+# machine lacks (scripts/deps.sh: Debian packages, the pins of requirements.txt), then:
 #   1. release build in build/, every CTest test;
 #   2. ASan + UBSan build in build-asan/, the tests labelled `sanitize`;
 #   3. libFuzzer build (clang) in build-fuzz/, the front-end fuzzer for $TILEC_FUZZ_SECONDS (60)
@@ -7,7 +8,10 @@
 # Usage: scripts/test.sh [release|asan|fuzz ...]   (default: all three, in that order)
 # A new suite joins by registering CTest tests (with LABELS sanitize to run under the sanitizers).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+. scripts/deps.sh
+tilec_install_deps "$root"
 
 JOBS=${TILEC_JOBS:-$(nproc)}
 FUZZ_SECONDS=${TILEC_FUZZ_SECONDS:-60}

@@ -3,16 +3,24 @@
  * Kept thin and fast: a launch converts its arguments (torch tensors read through data_ptr(),
  * shape, stride() and dtype; ints; floats; None for an absent optional tensor; Arg views for
  * reinterpreted storage) into tilec_rt_arg on the stack and calls tilec_rt_launch, which
- * validates them against the kernel's signature. */
+ * validates them against the kernel's signature. Each runtime serves one device (the CPU
+ * emulator, or one CUDA device): a tensor on another device is refused by name before the
+ * launch. */
 #define Py_LIMITED_API 0x030B0000
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include "tilec/runtime.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype;
+static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype, *s_get_device;
+
+/* Device keys: the CPU emulator, a CUDA device's index (torch's Tensor.get_device()), or unknown
+ * (an Arg over a raw pointer without an owning tensor: not checked). */
+enum { DEV_CPU = -1, DEV_UNKNOWN = -2 };
 static PyObject *dtype_map; /* torch dtype -> int (tilec_rt_dtype) */
 static PyObject *LaunchError;
 
@@ -20,6 +28,7 @@ static PyObject *LaunchError;
 typedef struct {
     PyObject_HEAD
     tilec_rt *rt;
+    int dev;
 } RuntimeObj;
 
 typedef struct {
@@ -33,6 +42,7 @@ typedef struct {
     tilec_rt_kernel *k;
     PyObject *library;
     int nparams;
+    int dev;
 } KernelObj;
 
 /* A tensor argument with explicit dtype/shape/strides (reinterpreted storage, e2m1 views). */
@@ -40,6 +50,7 @@ typedef struct {
     PyObject_HEAD
     tilec_rt_tensor t;
     PyObject *owner;
+    int dev;
 } ArgObj;
 
 static PyTypeObject *RuntimeType, *LibraryType, *KernelType, *ArgType;
@@ -51,12 +62,19 @@ static PyObject *rt_error(tilec_status s)
     return NULL;
 }
 
+/* TILEC_DEVICE=cpu makes every runtime the CPU emulator's (tilec_rt_create) */
+static int getenv_is_cpu(void)
+{
+    const char *e = getenv("TILEC_DEVICE");
+    return e && !strcmp(e, "cpu");
+}
+
 static PyObject *Runtime_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"cache_dir", "device", "opt_level", "memory_only", NULL};
+    static char *kwlist[] = {"cache_dir", "device", "opt_level", "memory_only", "cpu", NULL};
     const char *cache_dir = NULL;
-    int device = 0, opt = 3, memory_only = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ziip", kwlist, &cache_dir, &device, &opt, &memory_only))
+    int device = 0, opt = 3, memory_only = 0, cpu = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ziipp", kwlist, &cache_dir, &device, &opt, &memory_only, &cpu))
         return NULL;
     tilec_rt_options o = tilec_rt_default_options();
     o.cache_dir = cache_dir;
@@ -64,6 +82,8 @@ static PyObject *Runtime_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     o.opt_level = opt;
     if (memory_only)
         o.flags |= TILEC_RT_NO_DISK_CACHE;
+    if (cpu)
+        o.flags |= TILEC_RT_CPU;
     tilec_rt *rt = NULL;
     tilec_status s = tilec_rt_create(&o, &rt);
     if (s != TILEC_OK)
@@ -74,6 +94,7 @@ static PyObject *Runtime_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return NULL;
     }
     self->rt = rt;
+    self->dev = cpu || getenv_is_cpu() ? DEV_CPU : device;
     return (PyObject *)self;
 }
 
@@ -177,8 +198,9 @@ static PyMethodDef Runtime_methods[] = {
 static PyType_Slot Runtime_slots[] = {{Py_tp_new, Runtime_new},
                                       {Py_tp_dealloc, Runtime_dealloc},
                                       {Py_tp_methods, Runtime_methods},
-                                      {Py_tp_doc, "Runtime(cache_dir=None, device=0, opt_level=3, memory_only=False): "
-                                                  "a tilec runtime bound to the current CUDA context."},
+                                      {Py_tp_doc, "Runtime(cache_dir=None, device=0, opt_level=3, memory_only=False, cpu=False): "
+                                                  "a tilec runtime for CUDA device `device` (bound to the current "
+                                                  "CUDA context), or for the CPU emulator with cpu=True."},
                                       {0, NULL}};
 static PyType_Spec Runtime_spec = {"tilec._native.Runtime", sizeof(RuntimeObj), 0, Py_TPFLAGS_DEFAULT, Runtime_slots};
 
@@ -230,6 +252,7 @@ static PyObject *Library_kernel(PyObject *o, PyObject *args)
         return NULL;
     K->k = k;
     K->nparams = tilec_rt_kernel_num_params(k);
+    K->dev = ((RuntimeObj *)((LibraryObj *)o)->runtime)->dev;
     K->library = o;
     Py_INCREF(o);
     return (PyObject *)K;
@@ -266,6 +289,58 @@ static int int_tuple(PyObject *t, int64_t *out, int max)
             return -1;
     }
     return (int)n;
+}
+
+/* The device key of a torch tensor (anything else: unknown). */
+static int device_of(PyObject *t)
+{
+    PyObject *d = PyObject_CallMethodObjArgs(t, s_get_device, NULL);
+    if (!d) {
+        PyErr_Clear();
+        return DEV_UNKNOWN;
+    }
+    long v = PyLong_AsLong(d);
+    Py_DECREF(d);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return DEV_UNKNOWN;
+    }
+    return v < 0 ? DEV_CPU : (int)v;
+}
+
+static void device_str(int dev, char *buf, size_t n)
+{
+    if (dev == DEV_CPU)
+        snprintf(buf, n, "cpu");
+    else
+        snprintf(buf, n, "cuda:%d", dev);
+}
+
+static const char *param_name(const tilec_rt_kernel *k, int i)
+{
+    tilec_rt_param_info info;
+    return tilec_rt_kernel_param(k, i, &info) == TILEC_OK ? info.name : "?";
+}
+
+/* Every tensor of a launch on the kernel's device: the first one elsewhere is reported with
+ * the first that is where it should be (or with the kernel's device). */
+static int check_device(const KernelObj *self, int dev, int i, int *first)
+{
+    if (dev == DEV_UNKNOWN || dev == self->dev) {
+        if (dev != DEV_UNKNOWN && *first < 0)
+            *first = i;
+        return 0;
+    }
+    char have[32], want[32];
+    device_str(dev, have, sizeof have);
+    device_str(self->dev, want, sizeof want);
+    if (*first >= 0)
+        PyErr_Format(LaunchError, "tensors on different devices: argument '%s' is on %s, argument '%s' on %s",
+                     param_name(self->k, *first), want, param_name(self->k, i), have);
+    else
+        PyErr_Format(LaunchError, "argument '%s' is on %s, but this kernel was loaded for %s", param_name(self->k, i),
+                     have, want);
+    return -1;
 }
 
 /* a torch tensor (or anything with data_ptr/shape/stride/dtype) */
@@ -330,6 +405,7 @@ static PyObject *Kernel_launch(PyObject *o, PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     tilec_rt_arg a[64];
+    int first = -1;
     for (Py_ssize_t i = 0; i < nargs; i++) {
         PyObject *x = args[i];
         if (x == Py_None) {
@@ -337,6 +413,8 @@ static PyObject *Kernel_launch(PyObject *o, PyObject *const *args, Py_ssize_t na
         } else if (PyObject_TypeCheck(x, ArgType)) {
             a[i].kind = TILEC_RT_ARG_TENSOR;
             a[i].u.tensor = ((ArgObj *)x)->t;
+            if (check_device(self, ((ArgObj *)x)->dev, (int)i, &first) < 0)
+                return NULL;
         } else if (PyBool_Check(x)) {
             a[i] = tilec_rt_arg_int(TILEC_RT_BOOL, x == Py_True);
         } else if (PyLong_Check(x)) {
@@ -346,7 +424,7 @@ static PyObject *Kernel_launch(PyObject *o, PyObject *const *args, Py_ssize_t na
             a[i] = tilec_rt_arg_int(TILEC_RT_I64, v);
         } else if (PyFloat_Check(x)) {
             a[i] = tilec_rt_arg_float(TILEC_RT_F64, PyFloat_AsDouble(x));
-        } else if (tensor_arg(x, &a[i], (int)i) < 0) {
+        } else if (tensor_arg(x, &a[i], (int)i) < 0 || check_device(self, device_of(x), (int)i, &first) < 0) {
             return NULL;
         }
     }
@@ -401,6 +479,7 @@ static PyObject *Arg_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     self->t.rank = r;
     self->owner = owner;
     Py_INCREF(owner);
+    self->dev = owner == Py_None ? DEV_UNKNOWN : device_of(owner);
     return (PyObject *)self;
 }
 
@@ -457,6 +536,7 @@ PyMODINIT_FUNC PyInit__native(void)
     s_shape = PyUnicode_InternFromString("shape");
     s_stride = PyUnicode_InternFromString("stride");
     s_dtype = PyUnicode_InternFromString("dtype");
+    s_get_device = PyUnicode_InternFromString("get_device");
     dtype_map = PyDict_New();
     LaunchError = PyErr_NewException("tilec._native.LaunchError", PyExc_ValueError, NULL);
     RuntimeType = (PyTypeObject *)PyType_FromSpec(&Runtime_spec);

@@ -1,10 +1,16 @@
-"""The bridge to the C runtime: one runtime and one kernel library per process, a cache of
-specialisations by (kernel, generic values), and the launch call.
+"""The bridge to the C runtime: one runtime and kernel library per device, one cache of
+specialisations for every family, and the stream a launch goes on.
 
-The library is ``share/tilec/kernels.tl`` of the install tree (JIT), plus
-``share/tilec/kernels.fatbin`` and its manifest when they exist (ahead-of-time). Environment:
-``TILEC_KERNELS`` overrides the .tl file, ``TILEC_CACHE_DIR`` the disk cache, and
-``TILEC_DEVICE=cpu`` runs every kernel on the CPU emulator, on CPU tensors (docs/debugging.md).
+The device follows the tensors: CPU tensors run on the CPU emulator (docs/debugging.md), CUDA
+tensors on their GPU; a launch whose tensors are on different devices is refused, naming them.
+``TILEC_DEVICE`` (read when tilec is imported) restricts every launch to one device, ``cpu``
+(the emulator) or ``cuda``: a tensor elsewhere is then an error.
+
+Kernel sources: the file ``TILEC_KERNELS`` names, else the ``kernels.tl`` shipped with the
+package (inside it in a wheel, ``share/tilec`` in an install tree, the checkout's root for the
+sources). On a GPU, ``kernels.fatbin`` and its manifest next to that file (built ahead of time)
+serve every specialisation they hold; the rest compile on first use. ``TILEC_CACHE_DIR`` is the
+disk cache (default ``~/.cache/tilec``).
 """
 import os
 
@@ -12,19 +18,19 @@ import torch
 
 from . import _native
 
+CPU = -1  # the device key of the CPU emulator; a CUDA device's key is its index (Tensor.get_device())
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_rt = None
-_lib = None
-_kernels = {}
+_FORCED = os.environ.get("TILEC_DEVICE", "").strip().lower()
+_libraries = {}  # device key -> (Runtime, Library)
+_kernels = {}    # (device key, kernel name, generics) -> Kernel
 
 _DTYPES = {
     torch.bool: "bool", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64",
-    torch.uint8: "u8", torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32", torch.float64: "f64",
+    torch.uint8: "u8", torch.uint16: "u16", torch.uint32: "u32", torch.uint64: "u64", torch.float16: "f16",
+    torch.bfloat16: "bf16", torch.float32: "f32", torch.float64: "f64", torch.float8_e4m3fn: "e4m3",
+    torch.float8_e5m2: "e5m2", torch.float8_e8m0fnu: "ue8m0",
 }
-for _name, _t in (("float8_e4m3fn", "e4m3"), ("float8_e5m2", "e5m2"), ("uint16", "u16"), ("uint32", "u32"),
-                  ("uint64", "u64"), ("float8_e8m0fnu", "ue8m0")):
-    if hasattr(torch, _name):
-        _DTYPES[getattr(torch, _name)] = _t
 for _k, _v in _DTYPES.items():
     _native.register_dtype(_k, _v)
 
@@ -32,51 +38,83 @@ LaunchError = _native.LaunchError
 Arg = _native.Arg
 
 
-def _share_dir():
-    for cand in (os.path.join(_HERE, "..", "..", "share", "tilec"), os.path.join(_HERE, "..", "..")):
-        if os.path.exists(os.path.join(cand, "kernels.tl")):
-            return os.path.abspath(cand)
-    raise RuntimeError("tilec: cannot find kernels.tl next to the package; set TILEC_KERNELS")
+def kernels_source() -> str:
+    """The root .tl file of the kernel library: $TILEC_KERNELS, else the one shipped with tilec."""
+    env = os.environ.get("TILEC_KERNELS")
+    if env:
+        return env
+    for cand in (os.path.join(_HERE, "share"), os.path.join(_HERE, "..", "..", "share", "tilec"),
+                 os.path.join(_HERE, "..", "..")):
+        path = os.path.join(cand, "kernels.tl")
+        if os.path.exists(path):
+            return os.path.abspath(path)
+    raise RuntimeError(f"tilec: no kernels.tl found with the package in {_HERE}; set TILEC_KERNELS to the library's "
+                       "root .tl file")
 
 
-def on_cpu():
-    """True when kernels run on the CPU emulator (``TILEC_DEVICE=cpu``) instead of the GPU."""
-    return os.environ.get("TILEC_DEVICE", "").lower() == "cpu"
+def device_name(dev: int) -> str:
+    return "cpu" if dev == CPU else f"cuda:{dev}"
 
 
-def library():
-    """The process's kernel library (opened on first use, in the current CUDA context)."""
-    global _rt, _lib
-    if _lib is None:
-        if not on_cpu():
-            torch.cuda.init()
-            torch.cuda.current_stream()  # makes the primary context current
-        source = os.environ.get("TILEC_KERNELS") or os.path.join(_share_dir(), "kernels.tl")
-        fatbin = os.path.join(os.path.dirname(source), "kernels.fatbin")
-        kw = {"source": source}
-        if os.path.exists(fatbin) and os.path.exists(fatbin + ".manifest"):
-            kw.update(fatbin=fatbin, manifest=fatbin + ".manifest")
-        _rt = _native.Runtime(cache_dir=os.environ.get("TILEC_CACHE_DIR"))
-        _lib = _rt.open(**kw)
-    return _lib
+def _open(dev: int):
+    if _FORCED not in ("", "cpu", "cuda"):
+        raise ValueError(f"tilec: TILEC_DEVICE is '{_FORCED}': it must be 'cpu', 'cuda' or unset")
+    if _FORCED == "cpu" and dev != CPU:
+        raise ValueError(f"tilec: TILEC_DEVICE=cpu runs every kernel on the CPU emulator, but the tensors are on "
+                         f"{device_name(dev)}")
+    if _FORCED == "cuda" and dev == CPU:
+        raise ValueError("tilec: TILEC_DEVICE=cuda runs every kernel on the GPU, but the tensors are on the CPU")
+    source = kernels_source()
+    cache_dir = os.environ.get("TILEC_CACHE_DIR")
+    if dev == CPU:
+        rt = _native.Runtime(cache_dir=cache_dir, cpu=True)
+        return rt, rt.open(source=source)
+    kw = {"source": source}
+    fatbin = os.path.join(os.path.dirname(source), "kernels.fatbin")
+    if os.path.exists(fatbin) and os.path.exists(fatbin + ".manifest"):
+        kw.update(fatbin=fatbin, manifest=fatbin + ".manifest")
+    with torch.cuda.device(dev):
+        torch.cuda.current_stream(dev)  # makes the device's primary context current
+        rt = _native.Runtime(cache_dir=cache_dir, device=dev)
+        return rt, rt.open(**kw)
 
 
-def runtime():
-    library()
-    return _rt
+def library(dev: int = CPU):
+    """The kernel library of device ``dev`` (CPU: the emulator), opened on first use."""
+    entry = _libraries.get(dev)
+    if entry is None:
+        entry = _libraries[dev] = _open(dev)
+    return entry[1]
 
 
-def kernel(name, generics):
-    """The specialisation of ``name`` for ``generics`` (a tuple of "NAME=VALUE" strings)."""
-    key = (name, generics)
+def runtime(dev: int = CPU):
+    """The runtime of device ``dev`` (its cache counters, its disk cache directory)."""
+    library(dev)
+    return _libraries[dev][0]
+
+
+def kernel(name: str, generics: tuple, t: torch.Tensor):
+    """The specialisation of ``name`` for ``generics`` (a tuple of "NAME=VALUE" strings) on the
+    device of tensor ``t``; compiled, or loaded from a cache, on first use."""
+    dev = t.get_device()
+    key = (dev, name, generics)
     k = _kernels.get(key)
     if k is None:
-        k = library().kernel(name, generics)
-        _kernels[key] = k
+        k = _kernels[key] = library(dev).kernel(name, generics)
     return k
 
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def stream(t: torch.Tensor) -> int:
+    """The current torch stream of tensor ``t``'s device, as an integer handle (0 on the CPU)."""
+    dev = t.get_device()
+    if dev == CPU:
+        return 0
+    if _raw_stream is not None:
+        return _raw_stream(dev)
+    return torch.cuda.current_stream(t.device).cuda_stream
 
 
 def pow2_divisor(v: int, cap: int) -> int:
@@ -85,21 +123,3 @@ def pow2_divisor(v: int, cap: int) -> int:
     while d < cap and v % (d * 2) == 0:
         d *= 2
     return d
-
-
-def require_device(x, fn):
-    """Kernels run on CUDA tensors, or on CPU tensors when the CPU emulator is selected."""
-    if on_cpu():
-        if x.device.type != "cpu":
-            raise ValueError(f"{fn}: x must be a CPU tensor when TILEC_DEVICE=cpu, got one on {x.device}")
-    elif not x.is_cuda:
-        raise ValueError(f"{fn}: x must be a CUDA tensor (or set TILEC_DEVICE=cpu to run on the CPU emulator)")
-
-
-def stream(t):
-    """The current torch stream of tensor ``t``'s device, as an integer handle (0 on the CPU)."""
-    if on_cpu():
-        return 0
-    if _raw_stream is not None:
-        return _raw_stream(t.get_device())
-    return torch.cuda.current_stream(t.device).cuda_stream

@@ -4,21 +4,29 @@ import os
 
 import torch
 
+from . import _runtime
+
 _num_sms = None
+
+
+def _emulated() -> bool:
+    """Whether kernels run on the CPU emulator by default: no CUDA device, or TILEC_DEVICE=cpu."""
+    return _runtime._FORCED == "cpu" or not torch.cuda.is_available()
 
 
 @functools.lru_cache(maxsize=None)
 def get_device_num_sms() -> int:
-    """Multiprocessor count of the current CUDA device (on the CPU emulator: $TILEC_EMU_SMS, 132)."""
-    if os.environ.get("TILEC_DEVICE", "").lower() == "cpu":
+    """Multiprocessor count of the current CUDA device; on a machine where kernels run on the CPU
+    emulator (no CUDA device, or TILEC_DEVICE=cpu): $TILEC_EMU_SMS, default 132 (an H200's)."""
+    if _emulated():
         return int(os.environ.get("TILEC_EMU_SMS", "132"))
     return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
 
 
 @functools.lru_cache(maxsize=None)
 def get_max_smem_per_sm() -> int:
-    """Shared memory per multiprocessor of the current device, in bytes (an H200's on the CPU)."""
-    if os.environ.get("TILEC_DEVICE", "").lower() == "cpu":
+    """Shared memory per multiprocessor of the current device, in bytes (an H200's on the emulator)."""
+    if _emulated():
         return 233472
     return torch.cuda.get_device_properties(torch.cuda.current_device()).shared_memory_per_multiprocessor
 
@@ -26,8 +34,11 @@ def get_max_smem_per_sm() -> int:
 def set_num_sms(n: int) -> None:
     """Restricts persistent kernels to ``n`` SMs (0 < n <= the device's count)."""
     global _num_sms
-    assert 0 < n <= get_device_num_sms(), f"num_sms must be in (0, {get_device_num_sms()}], got {n}"
-    _num_sms = int(n)
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise ValueError(f"set_num_sms: n must be an integer, got {n!r}")
+    if not 0 < n <= get_device_num_sms():
+        raise ValueError(f"set_num_sms: n must be in (0, {get_device_num_sms()}], got {n}")
+    _num_sms = n
 
 
 def get_num_sms() -> int:

@@ -1,6 +1,5 @@
-"""The MoE kernels on the CPU emulator (TILEC_DEVICE=cpu) against the PyTorch references, on
-small grids with ties, -1 indices, empty inputs and several SM counts. Skipped when the runtime
-has no CPU device (before the emulator is on the branch), on machines with a GPU, or without torch.
+"""The MoE kernels on the CPU emulator (CPU tensors run there) against the PyTorch references, on
+small grids with ties, -1 indices, empty inputs and several SM counts.
 
 TILEC_BUILD_PYTHON: the package to test (default build/python); TILEC_KERNELS: the kernel
 library (default: the checkout's kernels.tl)."""
@@ -13,18 +12,10 @@ torch = pytest.importorskip("torch")
 
 _root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(_root, "build", "python")))
-HAS_FP8 = hasattr(torch, "float8_e4m3fn")  # older torch: FP8 cases are skipped (run this file on its own:
-                                           # a byte stand-in for float8 from another test would confuse dtypes)
 
-from emu_fixture import cpu_emulator  # noqa: E402  (tests/python: pytest puts it on the path)
 import tilec.moe as moe  # noqa: E402
 from tilec.testing import assert_equal, calc_diff  # noqa: E402
 from tilec.torch import moe as ref  # noqa: E402
-
-
-@pytest.fixture(scope="module", autouse=True)
-def emulator():
-    yield from cpu_emulator(probe=("normalize_weight", ("K=2",)), caches=(moe._kernels,))
 
 
 @pytest.fixture(params=[132, 7], ids=lambda n: f"sms{n}")
@@ -202,8 +193,6 @@ def test_expand_to_fused_with_sf_many_scales(col):
 @pytest.mark.parametrize("fmt", ["", "e4m3"])
 @pytest.mark.parametrize("weights, with_sf", [(True, False), (False, True), (True, True)])
 def test_reduce_fused(dtype, fmt, weights, with_sf):
-    if fmt and not HAS_FP8:
-        pytest.skip("this torch has no float8")
     T, K, E, H = 19, 6, 9, 512
     torch.manual_seed(T + K + H)
     p2e, _, _, ttp, *_ = mapping(T, K, E, align=1, seed=7)

@@ -10,9 +10,6 @@ torch = pytest.importorskip("torch")
 
 sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(os.path.dirname(__file__), "..", "..", "build", "python")))
 
-if not hasattr(torch, "float8_e4m3fn"):
-    torch.float8_e4m3fn = torch.uint8  # an older torch: the wrappers' logic is the same with a byte stand-in
-
 import tilec  # noqa: E402
 import tilec.moe as moe  # noqa: E402
 from tilec import _runtime  # noqa: E402
@@ -23,7 +20,7 @@ class Recorder:
         self.calls = []
         self.on_launch = None
 
-    def kernel(self, name, generics):
+    def kernel(self, name, generics, t):
         rec = self
 
         class K:
@@ -38,10 +35,7 @@ class Recorder:
 def rec(monkeypatch):
     r = Recorder()
     monkeypatch.setattr(_runtime, "kernel", r.kernel)
-    monkeypatch.setattr(_runtime, "stream", lambda t: 0)
-    monkeypatch.setattr(_runtime, "require_device", lambda x, fn: None)
     monkeypatch.setattr(moe, "get_num_sms", lambda: 132)
-    moe._kernels.clear()
     return r
 
 

@@ -1,4 +1,4 @@
-"""Every function of tilec.quant and tilec.transpose on the CPU emulator (TILEC_DEVICE=cpu)
+"""Every function of tilec.quant and tilec.transpose on the CPU emulator (CPU tensors run there)
 against the tilec.torch references, on small shapes with ragged tails (T in {0, 1, 67}, hidden
 576 and 640): byte for byte where the spec compares bytes, within its tolerance elsewhere.
 
@@ -6,10 +6,6 @@ Option grids: each test crosses the options that change the kernel's code path i
 rotates the rest (input dtype, hidden size, row count) over the cases, so that every value
 meets every other option often without compiling a specialisation twice for nothing.
 
-This torch may lack float8 dtypes (Debian's 1.13): torch.float8_e4m3fn is then a uint8 stand-in,
-which the wrappers and references support; every comparison is on raw bytes, so it means the
-same either way. Run this file in its own process (the stand-in changes what uint8 means to
-the runtime). Skipped where the runtime has no CPU device, on GPU machines, or without torch.
 TILEC_BUILD_PYTHON: the package to test (default build/python); TILEC_KERNELS: the kernel
 library (default: the checkout's kernels.tl)."""
 import contextlib
@@ -26,10 +22,6 @@ torch = pytest.importorskip("torch")
 
 _root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(_root, "build", "python")))
-if not hasattr(torch, "float8_e4m3fn"):
-    torch.float8_e4m3fn = torch.uint8  # a byte stand-in: the references encode e4m3 in software
-
-from emu_fixture import cpu_emulator  # noqa: E402  (tests/python: pytest puts it on the path)
 import tilec.transpose as TR  # noqa: E402
 from tilec import quant as Q  # noqa: E402
 from tilec import torch as R  # noqa: E402
@@ -44,12 +36,6 @@ FLAGS = [(False, False, False), (False, True, False), (True, False, False), (Tru
 DTS = ["bf16", "f32"]
 HS = [576, 640]
 TS = [67, 67, 1, 0]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def emulator():
-    yield from cpu_emulator(probe=("batched_transpose", ("T=i8", "BX=64", "BY=64", "SA=16")), patch_require=False,
-                            caches=(TR._kernels,))
 
 
 def rotate(cases, *factors):
@@ -380,8 +366,8 @@ def run_exhaustive_check(kernel, generics, n, *inputs, scalars=()):
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu", "math_exhaustive.tl")
     bad = torch.zeros(n, dtype=torch.int32)
     lo = torch.full((n,), -1, dtype=torch.int32)
-    lo32 = _runtime.Arg(lo.data_ptr(), "u32", (n,), (1,), lo)   # torch 1.13 has no uint32
-    _runtime._rt.open(source=src).kernel(kernel, generics).launch(*inputs, bad, lo32, *scalars, stream=0)
+    _runtime.runtime(_runtime.CPU).open(source=src).kernel(kernel, generics).launch(*inputs, bad, lo.view(torch.uint32),
+                                                                                   *scalars, stream=0)
     return bad.tolist(), [int(v) & 0xFFFFFFFF for v in lo.tolist()]
 
 

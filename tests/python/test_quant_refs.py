@@ -9,8 +9,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(os.path.dirname(__file__), "..", "..", "build", "python")))
-if not hasattr(torch, "float8_e4m3fn"):
-    torch.float8_e4m3fn = torch.uint8
 
 import tilec.torch as R  # noqa: E402
 from tilec.torch import quant as RQ  # noqa: E402

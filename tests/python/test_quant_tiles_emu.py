@@ -1,8 +1,7 @@
-"""The quantisation and transpose kernels on the CPU emulator (TILEC_DEVICE=cpu) against the
+"""The quantisation and transpose kernels on the CPU emulator (CPU tensors run there) against the
 tilec.torch references, byte for byte, aimed at the performance choices: every tile and thread
 count the wrappers pick (per-run scales, 128-thread SwiGLU, 512-thread blocks, E5M6 chunks, 4 x
-1024 cast-back tiles), exact FP4 / FP8 rounding ties, and the padding the kernels now write. Skipped on machines with a GPU (tests/gpu covers them
-there), without torch, or when the runtime has no CPU device.
+1024 cast-back tiles), exact FP4 / FP8 rounding ties, and the padding the kernels write.
 
 TILEC_BUILD_PYTHON: the package to test (default build/python); TILEC_KERNELS: the kernel
 library (default: the checkout's kernels.tl)."""
@@ -15,10 +14,6 @@ torch = pytest.importorskip("torch")
 
 _root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(_root, "build", "python")))
-if not hasattr(torch, "float8_e4m3fn"):
-    torch.float8_e4m3fn = torch.uint8  # an older torch: bytes stand in for e4m3 (as test_quant_refs.py)
-
-from emu_fixture import cpu_emulator  # noqa: E402  (tests/python: pytest puts it on the path)
 import tilec.quant as Q  # noqa: E402
 import tilec.torch as R  # noqa: E402
 import tilec.transpose as TR  # noqa: E402
@@ -28,11 +23,6 @@ PK = dict(use_tma_aligned_col_major_sf=True, round_sf=True, use_packed_ue8m0=Tru
 FLAGS = [dict(use_tma_aligned_col_major_sf=False, round_sf=True, use_packed_ue8m0=False), PK,
          dict(use_tma_aligned_col_major_sf=False, round_sf=False, use_packed_ue8m0=False)]
 FLAG_IDS = ["row-round", "packed", "row-ieee"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def emulator():
-    yield from cpu_emulator(caches=(TR._kernels,))
 
 
 def data(t, h, dtype=torch.bfloat16, seed=0):

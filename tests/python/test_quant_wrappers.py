@@ -11,9 +11,6 @@ torch = pytest.importorskip("torch")
 
 sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(os.path.dirname(__file__), "..", "..", "build", "python")))
 
-if not hasattr(torch, "float8_e4m3fn"):
-    torch.float8_e4m3fn = torch.uint8  # an older torch: the wrappers' logic is the same with a byte stand-in
-
 import tilec  # noqa: E402
 from tilec import _runtime  # noqa: E402
 from tilec import quant as Q  # noqa: E402
@@ -25,7 +22,7 @@ class Recorder:
     def __init__(self):
         self.calls = []
 
-    def kernel(self, name, generics):
+    def kernel(self, name, generics, t):
         rec = self
 
         class K:
@@ -38,8 +35,6 @@ class Recorder:
 def rec(monkeypatch):
     r = Recorder()
     monkeypatch.setattr(_runtime, "kernel", r.kernel)
-    monkeypatch.setattr(_runtime, "stream", lambda t: 0)
-    monkeypatch.setattr(_runtime, "require_device", lambda x, fn: None)
     return r
 
 

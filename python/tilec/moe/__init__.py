@@ -20,20 +20,11 @@ __all__ = ["topk_gate", "top2_sum_gate", "topk_sum_and_topk_group_idx", "get_fus
            "expand_to_fused_with_sf", "reduce_fused", "normalize_weight", "group_count", "aux_fi",
            "mask_indices_by_tp", "inplace_unique_group_indices", "ScoringFunc"]
 
-_kernels = {}
 _INT_NAMES = {torch.int8: "i8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8"}
 _RAW = {1: (torch.uint8, "u8"), 2: (torch.int16, "i16"), 4: (torch.int32, "i32")}
 # one block does the whole job below these sizes (decode): a single launch
 _SINGLE_MAPPING = 4096
 _SINGLE_HISTOGRAM = 8192
-
-
-def _kernel(name, gens):
-    key = (name, gens)
-    k = _kernels.get(key)
-    if k is None:
-        k = _kernels[key] = _runtime.kernel(name, gens)
-    return k
 
 
 def _b(v: bool) -> str:
@@ -79,8 +70,7 @@ def topk_gate(scores: torch.Tensor, num_topk: int) -> torch.Tensor:
     out = torch.empty((T, num_topk), dtype=torch.int64, device=scores.device)
     if T == 0:
         return out
-    _runtime.require_device(scores, fn)
-    _kernel("topk_gate", (f"E={E}", f"K={num_topk}")).launch(scores, out, stream=_runtime.stream(scores))
+    _runtime.kernel("topk_gate", (f"E={E}", f"K={num_topk}"), scores).launch(scores, out, stream=_runtime.stream(scores))
     return out
 
 
@@ -101,9 +91,8 @@ def topk_sum_and_topk_group_idx(scores: torch.Tensor, num_topk_sum: int, num_top
     out = torch.empty((T, num_topk_groups), dtype=torch.int64, device=scores.device)
     if T == 0:
         return out
-    _runtime.require_device(scores, fn)
     gens = (f"G={G}", f"P={P}", f"NS={num_topk_sum}", f"NK={num_topk_groups}")
-    _kernel("topk_sum_and_topk_group_idx", gens).launch(scores, out, stream=_runtime.stream(scores))
+    _runtime.kernel("topk_sum_and_topk_group_idx", gens, scores).launch(scores, out, stream=_runtime.stream(scores))
     return out
 
 
@@ -203,14 +192,13 @@ def top2_sum_gate(logits: torch.Tensor, bias: torch.Tensor, num_topk: int, num_t
     topk_weights = torch.empty((T, K + S), dtype=torch.float32, device=dev)
     if T == 0:
         return topk_idx, topk_weights
-    _runtime.require_device(logits, fn)
     ng, ntg = (num_groups, num_topk_groups) if grouped else (0, 0)
     gens = (f"E={E}", f"K={K}", f"S={S}", f"NG={ng}", f"NTG={ntg}", f"SCORING={int(sf)}", _pres("mask", mask),
             _pres("fix_routing_mask", fix_routing_mask), _pres("to_physical_map", to_physical_map),
             _pres("logical_count", logical_count), _pres("unmapped_topk_idx", unmapped_topk_idx))
     m = None if mask is None else mask.reshape(T).view(torch.uint8)
     f = None if fix_routing_mask is None else fix_routing_mask.view(torch.uint8)
-    _kernel("top2_sum_gate", gens).launch(
+    _runtime.kernel("top2_sum_gate", gens, logits).launch(
         logits, bias, topk_idx, topk_weights, m, f, to_physical_map, logical_count, unmapped_topk_idx,
         float(routed_scaling_factor), int(ep_rank), (E + X) // num_ep_ranks, int(tp_rank), int(num_tp_ranks),
         stream=_runtime.stream(logits))
@@ -254,20 +242,19 @@ def get_fused_mapping(topk_idx: torch.Tensor, num_experts: int, num_expanded_tok
     start = torch.empty(E, dtype=torch.int32, device=dev)
     end = torch.empty(E, dtype=torch.int32, device=dev)
     counts = torch.empty(E, dtype=torch.int32, device=dev)
-    _runtime.require_device(topk_idx, fn)
     stream = _runtime.stream(topk_idx)
     flat = topk_idx.view(TK)
     outs = (pos_to_expert, pos_to_token, pos_to_token_topk, ttp.view(TK), start, end, counts)
     if TK <= _SINGLE_MAPPING:
-        _kernel("fused_scatter", (f"E={E}", f"K={K}", "SINGLE=true", "part=absent")).launch(
+        _runtime.kernel("fused_scatter", (f"E={E}", f"K={K}", "SINGLE=true", "part=absent"), topk_idx).launch(
             flat, None, *outs, 0, alignment, stream=stream)
     else:
         cb = _align(_cdiv(TK, get_num_sms()), 256)
         nb = _cdiv(TK, cb)
         part = torch.empty((nb + 1, E), dtype=torch.int32, device=dev)
-        _kernel("fused_count", (f"E={E}",)).launch(flat, part, cb, stream=stream)
-        _kernel("fused_scan", (f"E={E}",)).launch(part, start, end, counts, alignment, stream=stream)
-        _kernel("fused_scatter", (f"E={E}", f"K={K}", "SINGLE=false", "part=present")).launch(
+        _runtime.kernel("fused_count", (f"E={E}",), topk_idx).launch(flat, part, cb, stream=stream)
+        _runtime.kernel("fused_scan", (f"E={E}",), topk_idx).launch(part, start, end, counts, alignment, stream=stream)
+        _runtime.kernel("fused_scatter", (f"E={E}", f"K={K}", "SINGLE=false", "part=present"), topk_idx).launch(
             flat, part, *outs, cb, alignment, stream=stream)
     counts_list = []
     if sync:
@@ -322,12 +309,11 @@ def expand_to_fused(x: torch.Tensor, token_topk_to_pos: torch.Tensor, pos_to_exp
     out = torch.empty((N, H), dtype=x.dtype, device=x.device)
     if max(T, N) == 0 or H == 0:
         return out
-    _runtime.require_device(x, fn)
     xr, outr = _raw(x), _raw(out)
     bh, nt = _row_chunks(xr.shape[1], xr.element_size())
     gens = (f"V={_RAW[xr.element_size()][1]}", f"H={xr.shape[1]}", f"BH={bh}", f"K={token_topk_to_pos.shape[1]}",
             f"NT={nt}")
-    _kernel("expand_to_fused", gens).launch(xr, token_topk_to_pos, pos_to_expert, outr, stream=_runtime.stream(x))
+    _runtime.kernel("expand_to_fused", gens, x).launch(xr, token_topk_to_pos, pos_to_expert, outr, stream=_runtime.stream(x))
     return out
 
 
@@ -364,13 +350,12 @@ def expand_to_fused_with_sf(x: QuantTensor, num_per_channels: int, token_topk_to
         out_sf = torch.empty((N, ng), dtype=sf.dtype, device=dev)
     if max(T, N) == 0 or H == 0:
         return out, out_sf
-    _runtime.require_device(data, fn)
     xr, outr = _raw(data), _raw(out)
     bh, nt = _row_chunks(xr.shape[1], xr.element_size())
     gens = (f"V={_RAW[xr.element_size()][1]}", f"H={xr.shape[1]}", f"BH={bh}", f"K={token_topk_to_pos.shape[1]}",
             f"NT={nt}")
     osf = out_sf.view(torch.int32) if out_sf.dtype != torch.int32 else out_sf
-    _kernel("expand_to_fused_with_sf", gens).launch(
+    _runtime.kernel("expand_to_fused_with_sf", gens, data).launch(
         xr, sf.view(torch.int32), token_topk_to_pos, pos_to_expert, outr, osf, stream=_runtime.stream(data))
     return out, out_sf
 
@@ -439,7 +424,6 @@ def reduce_fused(x: Union[torch.Tensor, QuantTensor], topk_weights: Optional[tor
             raise ValueError(f"{fn}: out must have unit stride along the hidden dimension")
     if T == 0:
         return out
-    _runtime.require_device(x, fn)
     nt, nv = _reduce_chunk(H // 8)
     oa = 1
     while oa < 16 // out.element_size() and out.stride(0) % (oa * 2) == 0:
@@ -447,7 +431,7 @@ def reduce_fused(x: Union[torch.Tensor, QuantTensor], topk_weights: Optional[tor
     tx = "f32" if x.dtype == torch.float32 else "bf16"
     gens = (f"TX={tx}", f"TO={'e4m3' if fp8_format else tx}", f"H={H}", f"K={K}",
             f"NT={nt}", f"V={nv}", f"OA={oa}", _pres("topk_weights", topk_weights), _pres("x_sf", x_sf), _pres("sf", sf))
-    _kernel("reduce_fused", gens).launch(x, token_topk_to_pos, topk_weights, x_sf,
+    _runtime.kernel("reduce_fused", gens, x).launch(x, token_topk_to_pos, topk_weights, x_sf,
                                          None if sf is None else sf.reshape(1), out, stream=_runtime.stream(x))
     return out
 
@@ -463,8 +447,7 @@ def normalize_weight(topk_weights: torch.Tensor) -> Tuple[torch.Tensor, torch.Te
     out = torch.empty((T, K), dtype=torch.float32, device=topk_weights.device)
     if T == 0:
         return den, out
-    _runtime.require_device(topk_weights, fn)
-    _kernel("normalize_weight", (f"K={K}",)).launch(topk_weights, den, out, stream=_runtime.stream(topk_weights))
+    _runtime.kernel("normalize_weight", (f"K={K}",), topk_weights).launch(topk_weights, den, out, stream=_runtime.stream(topk_weights))
     return den, out
 
 
@@ -472,7 +455,7 @@ def _histogram(fn, idx, n, counts, freq, den):
     T, K = idx.shape
     single = T * K <= _SINGLE_HISTOGRAM
     gens = (f"E={n}", f"SINGLE={_b(single)}", _pres("counts", counts), _pres("freq", freq))
-    _kernel("moe_histogram", gens).launch(idx.view(T * K), counts, freq, den, stream=_runtime.stream(idx),
+    _runtime.kernel("moe_histogram", gens, idx).launch(idx.view(T * K), counts, freq, den, stream=_runtime.stream(idx),
                                           num_sms=get_num_sms())
 
 
@@ -486,7 +469,6 @@ def group_count(group_idx: torch.Tensor, num_groups: int) -> torch.Tensor:
     T, K = group_idx.shape
     if T * K == 0:
         return torch.zeros(num_groups, dtype=torch.int32, device=group_idx.device)
-    _runtime.require_device(group_idx, fn)
     single = T * K <= _SINGLE_HISTOGRAM
     out = (torch.empty if single else torch.zeros)(num_groups, dtype=torch.int32, device=group_idx.device)
     _histogram(fn, group_idx, num_groups, out, None, 1.0)
@@ -507,7 +489,6 @@ def aux_fi(topk_idx: torch.Tensor, num_experts: int, num_aux_topk: int) -> torch
     T, K = topk_idx.shape
     if T * K == 0:
         return torch.zeros(E, dtype=torch.float32, device=topk_idx.device)
-    _runtime.require_device(topk_idx, fn)
     single = T * K <= _SINGLE_HISTOGRAM
     out = (torch.empty if single else torch.zeros)(E, dtype=torch.float32, device=topk_idx.device)
     _histogram(fn, topk_idx, E, None, out, float(T * num_aux_topk))
@@ -530,11 +511,10 @@ def mask_indices_by_tp(indices: torch.Tensor, n: int, num_ep_ranks: int, tp_rank
     N = indices.numel()
     if N == 0:
         return out
-    _runtime.require_device(indices, fn)
     # the experts per EP rank and the TP rank count are compile-time in the kernel (divisions by
     # constants); the few pairs a model uses compile once each
-    _kernel("mask_indices_by_tp", (f"V={_INT_NAMES[indices.dtype]}", f"R={n // num_ep_ranks}",
-                                   f"NTP={int(num_tp_ranks)}")).launch(
+    _runtime.kernel("mask_indices_by_tp", (f"V={_INT_NAMES[indices.dtype]}", f"R={n // num_ep_ranks}",
+                                   f"NTP={int(num_tp_ranks)}"), indices).launch(
         indices.view(N), out.view(N), int(tp_rank), stream=_runtime.stream(indices))
     return out
 
@@ -549,7 +529,6 @@ def inplace_unique_group_indices(group_indices: torch.Tensor, num_groups: int) -
     T, K = group_indices.shape
     if T * K == 0:
         return None
-    _runtime.require_device(group_indices, fn)
-    _kernel("inplace_unique_group_indices", (f"K={K}",)).launch(group_indices, _align(num_groups, 64),
+    _runtime.kernel("inplace_unique_group_indices", (f"K={K}",), group_indices).launch(group_indices, _align(num_groups, 64),
                                                                  stream=_runtime.stream(group_indices))
     return None

@@ -5,7 +5,7 @@ from typing import Optional, Tuple
 import torch
 
 from .. import _runtime
-from .common import ceil_div, check_block, data_arg, input_sf_args, kernel, require_cuda
+from .common import ceil_div, check_block, data_arg, input_sf_args, kernel
 
 _OUT = {"bf16": (torch.bfloat16, "bf16"), "fp32": (torch.float32, "f32")}
 
@@ -46,9 +46,8 @@ def cast_back(x, fmt: str, x_block_size: Tuple[int, int], x_special_fmt: Optiona
     out = torch.empty((T, H), dtype=odt, device=q.device)
     if T == 0:
         return out
-    require_cuda(q, fn)
     if x_special_fmt == "e5m6":
-        k = kernel("cast_back_e5m6", OT=oname, H=H, SBM=bm, SBN=bn, has_sf=isf is not None, has_sfp=isfp is not None)
+        k = kernel("cast_back_e5m6", q, OT=oname, H=H, SBM=bm, SBN=bn, has_sf=isf is not None, has_sfp=isfp is not None)
         xarg = _runtime.Arg(q.data_ptr(), "u32", (T, H // 8, 3), (3 * H // 8, 3, 1), q)
         oarg = _runtime.Arg(out.data_ptr(), oname, (T, H // 8, 8), (H, 8, 1), out)
         k.launch(xarg, oarg, isf, isfp, stream=_runtime.stream(q))
@@ -61,7 +60,7 @@ def cast_back(x, fmt: str, x_block_size: Tuple[int, int], x_special_fmt: Optiona
     cfg = {}
     if oname == "bf16":
         cfg = dict(VEC=8, STAGES=2, WAVES=8) if tname == "e2m1" else dict(VEC=8)
-    k = kernel("cast_back", T=tname, OT=oname, H=H, SBM=bm, SBN=bn, **cfg, has_sf=isf is not None,
+    k = kernel("cast_back", q, T=tname, OT=oname, H=H, SBM=bm, SBN=bn, **cfg, has_sf=isf is not None,
                has_sfp=isfp is not None)
     k.launch(data_arg(q, fn), out, isf, isfp, stream=_runtime.stream(q))
     return out

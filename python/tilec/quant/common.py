@@ -136,10 +136,10 @@ def _gen_value(v) -> str:
 _generic_strings = {}
 
 
-def kernel(name: str, **generics):
-    """The specialisation of kernel `name`; a tensor-presence generic is given as present=True/False
-    under the tensor's name. The "NAME=VALUE" strings of each configuration are built once (they
-    were a third of a call's host time); the kernel itself comes from the runtime's cache."""
+def kernel(name: str, t: torch.Tensor, **generics):
+    """The specialisation of kernel `name` on tensor ``t``'s device; a tensor-presence generic is
+    given as has_NAME=True/False. The "NAME=VALUE" strings of each configuration are built once
+    (they were a third of a call's host time); the kernel itself comes from the runtime's cache."""
     key = (name, *generics.items())
     gens = _generic_strings.get(key)
     if gens is None:
@@ -150,15 +150,11 @@ def kernel(name: str, **generics):
             else:
                 parts.append(f"{k}={_gen_value(v)}")
         gens = _generic_strings[key] = tuple(parts)
-    return _runtime.kernel(name, gens)
+    return _runtime.kernel(name, gens, t)
 
 
 def fmt_dtype(fmt: str):
     return torch.float8_e4m3fn if fmt == "e4m3" else torch.int8
-
-
-def require_cuda(x: torch.Tensor, fn: str):
-    _runtime.require_device(x, fn)
 
 
 def _gcd(a: int, b: int) -> int:

@@ -6,7 +6,7 @@ import torch
 
 from .. import _runtime
 from .common import (alloc_scaling_factors, ceil_div, check_block, check_layout_flags, data_arg, get_sf_shape,
-                     input_sf_args, kernel, require_cuda, sf_out_args)
+                     input_sf_args, kernel, sf_out_args)
 
 _FLOAT_IN = {torch.bfloat16: "bf16", torch.float32: "f32"}
 
@@ -51,7 +51,7 @@ def _launch(x, fmt, H, bm, bn, rnd, out_arg, sf_arg, sfp_arg, psf):
         cfg = dict(STAGES=2, WAVES=2, NTH=256) if bm == 128 else dict(STAGES=2, WAVES=3, NTH=256, VEC=16)
     else:
         cfg = dict(STAGES=3, WAVES=1, NTH=512, VEC=16) if bm == 128 else dict(STAGES=2, WAVES=3, NTH=256, VEC=16)
-    k = kernel("per_block_cast", T=_FLOAT_IN[x.dtype], O=fmt, H=H, SBM=bm, SBN=bn, ROUND=rnd, **cfg,
+    k = kernel("per_block_cast", x, T=_FLOAT_IN[x.dtype], O=fmt, H=H, SBM=bm, SBN=bn, ROUND=rnd, **cfg,
                has_out=out_arg is not None, has_sf=sf_arg is not None, has_sfp=sfp_arg is not None,
                has_psf=psf is not None)
     k.launch(x, out_arg, sf_arg, sfp_arg, psf, stream=_runtime.stream(x))
@@ -70,7 +70,6 @@ def per_block_cast(x: torch.Tensor, fmt: str, block_size: Tuple[int, int], use_t
                                       kernel_pads_packed=True)
     if T == 0:
         return out, sf
-    require_cuda(x, fn)
     sf_arg, sfp_arg = sf_out_args(sf, store, use_packed_ue8m0)
     _launch(x, fmt, H, bm, bn, round_sf, out_arg, sf_arg, sfp_arg, None)
     return out, sf
@@ -87,7 +86,6 @@ def per_block_cast_with_sf_only(x: torch.Tensor, fmt: str, block_size: Tuple[int
                                       kernel_pads_packed=True)
     if T == 0:
         return sf
-    require_cuda(x, fn)
     sf_arg, sfp_arg = sf_out_args(sf, store, use_packed_ue8m0)
     _launch(x, fmt, H, bm, bn, round_sf, None, sf_arg, sfp_arg, None)
     return sf
@@ -112,7 +110,6 @@ def per_block_cast_with_precomputed_sf(x: torch.Tensor, fmt: str, block_size: Tu
     out, out_arg = _out(T, H, fmt, x.device)
     if T == 0:
         return out
-    require_cuda(x, fn)
     _launch(x, fmt, H, bm, bn, round_sf, out_arg, None, None, sf if sf.stride(1) == 1 else sf.contiguous())
     return out
 
@@ -158,14 +155,13 @@ def per_block_cast_lossless(x, fmt: str, x_block_size: Tuple[int, int], out_bloc
     sf, store = alloc_scaling_factors(nm, nk, use_tma_aligned_col_major_sf, use_packed_ue8m0, q.device)
     if T == 0:
         return out, sf
-    require_cuda(q, fn)
     sf_arg, sfp_arg = sf_out_args(sf, store, use_packed_ue8m0)
     # 128 x 128 output blocks: 512 threads, 4 blocks per SM, each reading its tile after working
     # out the scales (32 registers) measured 60.7 % of the copy ceiling, against 52.1 % for 256
     # threads with 3 blocks per SM and 38.4 % for neither (H200, 16384 x 7168, (1, 32) ->
     # (128, 128); session 12, A/B run 4)
     cfg = dict(LATE=True, NTH=512, BPS=4) if obm == 128 and obn == 128 else {}
-    k = kernel("per_block_cast_lossless", H=H, IBM=ibm, IBN=ibn, OBM=obm, OBN=obn, **cfg, has_isf=isf is not None,
+    k = kernel("per_block_cast_lossless", q, H=H, IBM=ibm, IBN=ibn, OBM=obm, OBN=obn, **cfg, has_isf=isf is not None,
                has_isfp=isfp is not None, has_sf=sf_arg is not None, has_sfp=sfp_arg is not None)
     k.launch(data_arg(q, fn), out, isf, isfp, sf_arg, sfp_arg, stream=_runtime.stream(q))
     return out, sf

@@ -5,7 +5,7 @@ from typing import Optional
 import torch
 
 from .. import _runtime
-from .common import ceil_div, is_bf16_value, kernel, require_cuda
+from .common import ceil_div, is_bf16_value, kernel
 
 _FLOAT_IN = {torch.bfloat16: "bf16", torch.float32: "f32"}
 
@@ -92,12 +92,11 @@ def per_channel_cast_fused(x, fmt: str, num_per_tokens: int, round_sf: bool = Fa
     sf = torch.empty((ceil_div(t_out, 128), H), dtype=torch.float32, device=x.device)
     if t_out == 0 or H == 0:
         return out, sf
-    require_cuda(x, fn)
     # the plain cast walks its tiles with one persistent block per SM, three tiles in flight
     # (H200, 16384 x 7168: 91.3 % of the copy ceiling; 75.1 % one tile per block, 59 % before the
     # tile went through shared memory); the gathering forms stay one tile per block
     plain = pos_to_token is None and xs is None
-    k = kernel("per_channel_cast", T=tname, H=H, ROUND=round_sf, STAGES=3 if plain else 0, WAVES=1,
+    k = kernel("per_channel_cast", x, T=tname, H=H, ROUND=round_sf, STAGES=3 if plain else 0, WAVES=1,
                has_pos=pos_to_token is not None, has_xs=xs is not None)
     k.launch(x, out, sf, pos_to_token, xs, stream=_runtime.stream(x))
     return out, sf
@@ -121,7 +120,6 @@ def _transpose_cast(x, npt, round_sf, without_transpose, clamp, swiglu, fn):
     sf = torch.empty((T // npt, HO), dtype=torch.float32, device=x.device)
     if T == 0 or HO == 0:
         return out, sf
-    require_cuda(x, fn)
     # H200, 16384 rows, % of the copy ceiling (bench/results/2026-11-30/session11/): one scale
     # per 128 rows without SwiGLU: 128 x 128 tiles, persistent blocks with 3 tiles in flight, 88.7
     # (81.9 one tile per block with blocks_per_sm(3)); with SwiGLU: 128 x 64 tiles, persistent
@@ -159,7 +157,7 @@ def _transpose_cast(x, npt, round_sf, without_transpose, clamp, swiglu, fn):
     lut = None
     if USE_SILU_LUT and swiglu and (clamp is None or is_bf16_value(float(clamp))):
         lut = silu_lut(x.device)
-    k = kernel("per_channel_cast_transpose", SWIGLU=swiglu, NPT=npt, ROUND=round_sf, CLAMP=clamp is not None, **cfg,
+    k = kernel("per_channel_cast_transpose", x, SWIGLU=swiglu, NPT=npt, ROUND=round_sf, CLAMP=clamp is not None, **cfg,
                has_outt=not without_transpose, has_outn=without_transpose, has_silu_lut=lut is not None)
     k.launch(x, sf, None if without_transpose else out, out if without_transpose else None, lut,
              float(clamp) if clamp is not None else 0.0, stream=_runtime.stream(x))
@@ -180,7 +178,7 @@ def silu_lut(device: torch.device) -> torch.Tensor:
     t = _silu_luts.get(key)
     if t is None:
         t = torch.empty(SILU_LUT_SIZE, dtype=torch.float32, device=device)
-        kernel("silu_table").launch(t, stream=_runtime.stream(t))
+        kernel("silu_table", t).launch(t, stream=_runtime.stream(t))
         _silu_luts[key] = t
     return t
 

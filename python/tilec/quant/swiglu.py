@@ -4,7 +4,7 @@ from typing import Optional
 import torch
 
 from .. import _runtime
-from .common import alloc_scaling_factors, check_layout_flags, f32, kernel, require_cuda, sf_out_args, tile_shape
+from .common import alloc_scaling_factors, check_layout_flags, f32, kernel, sf_out_args, tile_shape
 
 _FLOAT_IN = {torch.bfloat16: "bf16", torch.float32: "f32"}
 
@@ -80,7 +80,6 @@ def swiglu_forward_and_per_token_cast(x: torch.Tensor, fmt: str, num_per_channel
     sf, store = alloc_scaling_factors(N, hh // n, use_tma_aligned_col_major_sf, use_packed_ue8m0, x.device)
     if N == 0:
         return out, sf
-    require_cuda(x, fn)
     sf_arg, sfp_arg = sf_out_args(sf, store, use_packed_ue8m0)
     # 128 threads with 16-element runs: 16-byte stores of the e4m3 data, and 64-80 KB of loads in
     # flight per SM (256 threads with 8-element runs: 32-64 KB; 52 registers in the MoE variant)
@@ -100,7 +99,7 @@ def swiglu_forward_and_per_token_cast(x: torch.Tensor, fmt: str, num_per_channel
     # the copy ceiling at 16384 x 2 x 3584 (H200, session 15 call 17); a smaller sf_clamp_min (or
     # 0) keeps the IEEE division
     fast = f32(cmin) >= 448 * 2.0 ** -126
-    k = kernel("swiglu_per_token_cast", T=_FLOAT_IN[x.dtype], HH=hh, G=n, ROUND=round_sf,
+    k = kernel("swiglu_per_token_cast", x, T=_FLOAT_IN[x.dtype], HH=hh, G=n, ROUND=round_sf,
                CLAMP=swiglu_clamp_value is not None, COUNT=clamped_count is not None, BK=bk, BM=bm, VEC=vec, NTH=128,
                BPS=bps, **({} if fast else dict(FASTDIV=False)),
                has_sf=sf_arg is not None, has_sfp=sfp_arg is not None, has_ptt=pos_to_token_topk is not None,
@@ -162,7 +161,6 @@ def swiglu_backward_and_per_token_cast(x, grad_out: torch.Tensor, weight: torch.
     wg = torch.zeros(weight.shape, dtype=torch.float32, device=dev)
     if N == 0:
         return out, (gq, gsf), xg, wg
-    require_cuda(xq, fn)
     # Groups of n < hh: tiles of 1024 elements (2 x 512, runs of 8) on 128 threads, 8 blocks per
     # SM (64 registers): 66.0 % of the copy ceiling against 45.1 % for 4 x 512 tiles with runs of
     # 16 (117 registers, 4 blocks per SM), 60.4 against 44.0 % at 4096 x 2 x 2048 (H200, session 12,
@@ -172,7 +170,7 @@ def swiglu_backward_and_per_token_cast(x, grad_out: torch.Tensor, weight: torch.
     bk = _row_tile(hh, n, 512)
     small = n != hh
     bm, vec = tile_shape(bk, nthreads=128, max_elems=1024 if small else 2048, vecs=(16, 8, 4, 2, 1))
-    k = kernel("swiglu_backward_per_token_cast", HH=hh, G=n, ROUND=round_sf, CLAMP=swiglu_clamp_value is not None,
+    k = kernel("swiglu_backward_per_token_cast", xq, HH=hh, G=n, ROUND=round_sf, CLAMP=swiglu_clamp_value is not None,
                BK=bk, BM=bm, VEC=vec, NTH=128, BPS=9 if small else 0)
     clamp = 0.0 if swiglu_clamp_value is None else float(swiglu_clamp_value)
     k.launch(xq, xs, grad, weight.view(-1), pos_to_token_topk, out, gq, gsf, xg, wg.view(-1), clamp,

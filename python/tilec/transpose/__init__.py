@@ -15,7 +15,7 @@ _NAMES = {torch.uint8: "u8", torch.int8: "i8", torch.bfloat16: "bf16", torch.flo
 for _attr, _name in (("float8_e4m3fn", "e4m3"), ("float8_e5m2", "e5m2")):
     if hasattr(torch, _attr) and getattr(torch, _attr) not in _NAMES:
         _NAMES[getattr(torch, _attr)] = _name
-_kernels = {}
+_configs = {}
 
 
 def _tile(es, B, M, N):
@@ -53,21 +53,20 @@ def _tile(es, B, M, N):
     return bx, by, nth
 
 
-def _kernel(dtype, es, B, M, N, sa):
-    """(kernel, whether x must be viewed as raw bits) for one configuration, cached. Blocks go
+def _generics(dtype, es, B, M, N, sa):
+    """(generics, whether x must be viewed as raw bits) for one configuration, cached. Blocks go
     down x's columns (YMAJOR, the faster order) unless that puts more than 65535 column tiles in
     the grid's second dimension; then along its rows."""
     bx, by, nth = _tile(es, B, M, N)
     ymajor = -(-N // by) <= 65535
     key = (dtype, bx, by, nth, sa, ymajor)
-    entry = _kernels.get(key)
+    entry = _configs.get(key)
     if entry is None:
         # the kernel copies bits: dtypes the language lacks travel as unsigned integers of their width
         tname = _NAMES.get(dtype) or _BITS_AS[es][1]
         gens = (f"T={tname}", f"BX={bx}", f"BY={by}", f"SA={sa}") + (() if nth == 256 else (f"NTH={nth}",)) \
             + (() if ymajor else ("YMAJOR=false",))
-        k = _runtime.kernel("batched_transpose", gens)
-        entry = _kernels[key] = (k, dtype not in _NAMES)
+        entry = _configs[key] = (gens, dtype not in _NAMES)
     return entry
 
 
@@ -94,10 +93,10 @@ def batched_transpose(x: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"batched_transpose: x must have unit stride along its last dimension, got {sn}")
     if sm % 4:
         raise ValueError(f"batched_transpose: x's row stride must be a multiple of 4, got {sm}")
-    _runtime.require_device(x, "batched_transpose")
     vec = 16 // es
     sa = _runtime.pow2_divisor(sm, vec) if B == 1 else min(_runtime.pow2_divisor(sm, vec), _runtime.pow2_divisor(sb, vec))
-    k, as_bits = _kernel(x.dtype, es, B, M, N, sa)
+    gens, as_bits = _generics(x.dtype, es, B, M, N, sa)
+    k = _runtime.kernel("batched_transpose", gens, x)
     if as_bits:
         x, ov = x.view(_BITS_AS[es][0]), out.view(_BITS_AS[es][0])
     else:
