@@ -28,7 +28,7 @@ _EXTRA = {}
 
 
 def _set_module_attrs(var):
-    """Variant keys with a dot ("tilec.quant.swiglu.USE_SILU_TABLE") set that module attribute for
+    """Variant keys with a dot ("tilec.quant.common.USE_SILU_LUT") set that module attribute for
     the variant; returns the old values, for restoring."""
     old = {}
     for key, val in var.items():

@@ -21,7 +21,7 @@ import torch  # noqa: E402
 
 import tilec  # noqa: E402
 from tilec.testing import count_bytes  # noqa: E402
-from tilec.torch import moe as ref  # noqa: E402
+import tilec.torch as ref  # noqa: E402
 from bench_gpu import copy_ceiling, rotated, time_fn, write_results  # noqa: E402
 
 E_TOTAL, EP, K, H = 256, 8, 8, 7168      # DeepSeek-V3-like routing; 32 local experts per EP rank

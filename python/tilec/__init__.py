@@ -1,9 +1,10 @@
 """tilec: LLM kernels written in the tilec tile DSL, with the Python API of DeepSeek's
 TileKernels (``tile_kernels``): switching is a change of import.
 
-Submodules mirror TileKernels: ``tilec.transpose``, ``tilec.quant`` (and, as they land,
-``moe``, ``engram``, ``mhc``, ``modeling``); ``tilec.torch`` holds PyTorch reference
-implementations written from the specification, and ``tilec.testing`` the test helpers.
+Submodules mirror TileKernels module by module: ``tilec.transpose``, ``tilec.quant``,
+``tilec.moe`` (``engram``, ``mhc`` and ``modeling`` as they land), ``tilec.config``,
+``tilec.utils``; ``tilec.torch`` holds PyTorch reference implementations written from the
+specification, and ``tilec.testing`` the test helpers.
 Kernels are compiled on first use (JIT, cached in memory and in ``$TILEC_CACHE_DIR``) or loaded
 from an ahead-of-time fatbin when the install tree has one.
 """
@@ -11,8 +12,7 @@ __version__ = "0.1.0"
 
 from . import config
 from .config import get_device_num_sms, get_max_smem_per_sm, get_num_sms, set_num_sms
-from . import transpose, quant, moe, testing
-from . import torch as torch_ref  # also reachable as tilec.torch
+from . import utils, transpose, quant, moe, torch, testing
 
-__all__ = ["config", "transpose", "quant", "moe", "testing", "get_num_sms", "set_num_sms", "get_device_num_sms",
-           "get_max_smem_per_sm"]
+__all__ = ["config", "utils", "transpose", "quant", "moe", "torch", "testing", "get_num_sms", "set_num_sms",
+           "get_device_num_sms", "get_max_smem_per_sm"]

@@ -29,7 +29,7 @@ def test_silu_sigmoid_every_f32():
 
 
 def test_silu_lut_every_bf16():
-    from tilec.quant.per_channel import silu_lut
+    from tilec.quant.common import silu_lut
     lib = _native.Runtime(cache_dir=os.environ.get("TILEC_CACHE_DIR")).open(
         source=os.path.join(HERE, "math_exhaustive.tl"))
     bad = torch.zeros(1, dtype=torch.int32, device="cuda")

@@ -11,7 +11,7 @@ import torch
 import tilec
 from tilec.testing import assert_equal
 from tilec.testing.generator import generate_moe_params, generate_num_sms, generate_topk_idx
-from tilec.torch import moe as ref
+import tilec.torch as ref
 
 PARAMS = list(generate_moe_params())
 HAS_QUANT = hasattr(tilec.quant, "per_token_cast")

@@ -9,7 +9,7 @@ import torch
 
 import tilec
 from tilec.testing import assert_equal
-from tilec.torch import moe as ref
+import tilec.torch as ref
 
 TOKENS = [4001, 128, 0]
 TOPK_CFG = [(72, 6), (32, 6), (64, 6), (96, 6), (16, 6), (36, 6), (108, 6), (128, 6), (144, 6), (256, 8)]

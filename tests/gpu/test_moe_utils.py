@@ -8,7 +8,7 @@ import torch
 import tilec
 from tilec.testing import assert_equal, calc_diff
 from tilec.testing.generator import generate_moe_params, generate_num_sms, generate_topk_idx
-from tilec.torch import moe as ref
+import tilec.torch as ref
 
 PARAMS = list(generate_moe_params())
 

@@ -15,12 +15,15 @@ sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(_root, "bui
 
 import tilec.moe as moe  # noqa: E402
 from tilec.testing import assert_equal, calc_diff  # noqa: E402
-from tilec.torch import moe as ref  # noqa: E402
+import tilec.torch as ref  # noqa: E402
+
+SM_READERS = (moe.get_fused_mapping_kernel, moe.common)   # the modules that read get_num_sms
 
 
 @pytest.fixture(params=[132, 7], ids=lambda n: f"sms{n}")
 def num_sms(request, monkeypatch):
-    monkeypatch.setattr(moe, "get_num_sms", lambda: request.param)
+    for m in SM_READERS:
+        monkeypatch.setattr(m, "get_num_sms", lambda: request.param)
     return request.param
 
 

@@ -1,4 +1,4 @@
-"""The PyTorch references of the MoE family (tilec.torch, tilec/torch/moe.py) on small cases
+"""The PyTorch references of the MoE family (tilec.torch: topk, expand_to_fused, reduce_fused, moe) on small cases
 computed by hand from the spec (moe-engram-mhc.md §1), on the CPU. The GPU tests compare the
 kernels with these references, so they must be right on their own."""
 import math
@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(os.path.dirname(__file__), "..", "..", "build", "python")))
 
-from tilec.torch import moe as ref  # noqa: E402
+import tilec.torch as ref  # noqa: E402
 from tilec.testing import generator  # noqa: E402
 
 

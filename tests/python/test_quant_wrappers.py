@@ -407,10 +407,10 @@ def test_swiglu_per_channel(rec, fresh_silu_lut, without_transpose, clamp):
 
 @pytest.fixture
 def fresh_silu_lut():
-    from tilec.quant import per_channel
-    per_channel._silu_luts.clear()   # a table made under the recorder is not a real one
+    from tilec.quant import common
+    common._silu_luts.clear()   # a table made under the recorder is not a real one
     yield
-    per_channel._silu_luts.clear()
+    common._silu_luts.clear()
 
 
 def test_swiglu_per_channel_silu_table(rec, fresh_silu_lut):

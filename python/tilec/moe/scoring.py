@@ -14,9 +14,9 @@ class ScoringFunc(enum.IntEnum):
         return self.name.lower()
 
     @classmethod
-    def from_str(cls, s: str) -> "ScoringFunc":
-        """The member named ``s``, case-insensitively; ValueError for any other name."""
+    def from_str(cls, label: str) -> "ScoringFunc":
+        """The member named ``label``, case-insensitively; ValueError for any other name."""
         try:
-            return cls[str(s).upper()]
+            return cls[str(label).upper()]
         except KeyError:
-            raise ValueError(f"{s} is not a valid ScoringFunc") from None
+            raise ValueError(f"{label} is not a valid ScoringFunc") from None

@@ -1,76 +1,13 @@
-"""Test helpers (``tile_kernels.testing``): exact comparison, relative difference, rounding
-bias, byte counts, and clearing unused packed scale bytes."""
-import math
+"""Test helpers (``tile_kernels.testing``): ``numeric`` (exact comparison, relative difference,
+rounding bias, byte counts), ``bench`` (parameter ids, timing summaries), ``generator`` (test
+grids and inputs) and ``quant`` (clearing unused packed scale bytes, tilec's quantisation
+generators). The names the tests use are also re-exported here."""
+from . import bench, numeric, generator, quant
+from .quant import clear_unused_sf
+from .numeric import assert_equal, calc_diff, check_bias, count_bytes
+from .generator import generate_hidden_sizes, generate_num_tokens, generate_rand_float
+from .quant import clamp_abs_ratio, expand_rows, generate_e5m6_inputs, generate_fused_mapping
 
-import torch
-
-__all__ = ["assert_equal", "calc_diff", "check_bias", "count_bytes", "clear_unused_sf", "quant"]
-
-
-def _bytes(t: torch.Tensor) -> torch.Tensor:
-    """The elements' bytes in row-major order. A copy into fresh storage: contiguous() keeps odd
-    strides along dimensions of size 1 (a (1, 1) column-major scale), which view() refuses."""
-    c = torch.empty(t.shape, dtype=t.dtype, device=t.device)
-    c.copy_(t)
-    return c.view(-1).view(torch.uint8)
-
-
-def assert_equal(x: torch.Tensor, y: torch.Tensor, check_dtype=True, check_shape=True, check_stride=True):
-    """Same dtype, shape, strides (unless empty), device, and identical bytes."""
-    if check_dtype:
-        assert x.dtype == y.dtype, f"dtype {x.dtype} != {y.dtype}"
-    if check_shape:
-        assert x.shape == y.shape, f"shape {tuple(x.shape)} != {tuple(y.shape)}"
-    if check_stride and x.numel() > 0:
-        assert x.stride() == y.stride(), f"stride {x.stride()} != {y.stride()}"
-    assert x.device == y.device, f"device {x.device} != {y.device}"
-    a, b = _bytes(x), _bytes(y)
-    if not torch.equal(a, b):
-        bad = (a != b).nonzero()
-        raise AssertionError(f"{bad.numel()} of {a.numel()} bytes differ; first at byte {bad[0].item()}: "
-                             f"{a[bad[0]].item():#04x} != {b[bad[0]].item():#04x}")
-
-
-def calc_diff(x: torch.Tensor, y: torch.Tensor) -> float:
-    """1 - 2 sum(xy) / (sum(x^2) + sum(y^2)) in float64; 0 when both are zero."""
-    x, y = x.double(), y.double()
-    den = (x * x + y * y).sum()
-    if den == 0:
-        return 0.0
-    return float(1 - 2 * (x * y).sum() / den)
-
-
-def check_bias(x: torch.Tensor, ref: torch.Tensor):
-    """The share of values below the reference (ties count half) is 0.5 within 10/sqrt(n)."""
-    n = x.numel()
-    if n == 0:
-        return
-    below = (x < ref).sum().item() + (x == ref).sum().item() / 2
-    assert abs(below / n - 0.5) < 10 / math.sqrt(n), f"biased rounding: {below / n:.4f} below the reference"
-
-
-def count_bytes(*tensors) -> int:
-    """Sum of numel * element size over tensors, tuples and lists; None skipped."""
-    total = 0
-    for t in tensors:
-        if t is None:
-            continue
-        if isinstance(t, (tuple, list)):
-            total += count_bytes(*t)
-        else:
-            total += t.numel() * t.element_size()
-    return total
-
-
-def clear_unused_sf(sf: torch.Tensor, hidden: int, num_per_channels: int) -> torch.Tensor:
-    """Packed UE8M0 sf as (rows, align(cdiv(hidden, n), 4)) bytes with the pad bytes zeroed."""
-    nk = (hidden + num_per_channels - 1) // num_per_channels
-    width = (nk + 3) // 4 * 4
-    b = sf.contiguous().flatten().view(torch.uint8).view(-1, width).clone()
-    b[:, nk:] = 0
-    return b
-
-
-from . import quant  # noqa: E402  (generators; imports clear_unused_sf from here)
-from .quant import (clamp_abs_ratio, expand_rows, generate_e5m6_inputs, generate_fused_mapping,  # noqa: E402,F401
-                    generate_hidden_sizes, generate_num_tokens, generate_rand_float)
+__all__ = ["bench", "numeric", "generator", "quant", "clear_unused_sf", "assert_equal", "calc_diff", "check_bias",
+           "count_bytes", "generate_hidden_sizes", "generate_num_tokens", "generate_rand_float", "clamp_abs_ratio",
+           "expand_rows", "generate_e5m6_inputs", "generate_fused_mapping"]

@@ -1,13 +1,16 @@
 """Test-case generators of ``tile_kernels.testing.generator`` (spec moe-engram-mhc.md §0.5,
-§5.2): token counts, hidden sizes, SM counts and MoE routing configurations. ``TK_FULL_TEST``
-(1 / true / True) adds the edge cases (0 tokens, 1 SM, more expert counts)."""
+§5.2, quant-transpose.md §2.4, §2.8): token counts, hidden sizes, SM counts, MoE routing
+configurations, E5M6 special inputs and wide-range random floats. ``TK_FULL_TEST`` (1 / true /
+True) adds the edge cases (0 tokens, 1 SM, more expert counts)."""
 import os
-from typing import Dict, Iterator, List
+from typing import Dict, Iterator, List, Tuple
 
 import torch
 
+from ..utils import align as _align
+
 __all__ = ["is_full_test", "generate_num_tokens", "generate_hidden_sizes", "generate_num_sms",
-           "generate_moe_params", "generate_topk_idx"]
+           "generate_moe_params", "generate_topk_idx", "generate_e5m6_inputs", "generate_rand_float"]
 
 HIDDEN_SIZES = (576, 2048, 2560, 3072, 4096, 6144, 7168)
 
@@ -18,7 +21,7 @@ def is_full_test() -> bool:
 
 def generate_num_tokens(alignment: int = 1, is_benchmark: bool = False) -> List[int]:
     """[4001, 8001] (rounded up to ``alignment``), with 0 first in full mode (not for benchmarks)."""
-    out = [(t + alignment - 1) // alignment * alignment for t in (4001, 8001)]
+    out = [_align(t, alignment) for t in (4001, 8001)]
     if is_full_test() and not is_benchmark:
         out.insert(0, 0)
     return out
@@ -69,3 +72,29 @@ def generate_topk_idx(params: Dict[str, int], device: str = "cuda") -> torch.Ten
     idx = torch.topk(scores, K, dim=-1, sorted=False).indices
     idx = torch.where(idx >= E, torch.full_like(idx, -1), idx)
     return idx[(idx >= 0).any(dim=1)].contiguous()
+
+
+# 2^-20 (the smallest E5M6 subnormal), 2^-14 * 63/64 (the largest) and 2^-14 (the smallest normal)
+_E5M6_SPECIAL_VALUES = (2.0 ** -20, 2.0 ** -14 * 63 / 64, 2.0 ** -14)
+
+
+def generate_e5m6_inputs(num_tokens: int, hidden: int, dtype: torch.dtype,
+                         device="cuda") -> Iterator[Tuple[torch.Tensor, bool]]:
+    """(x, is_special) pairs: randn, then three tensors filled with the special values whose last
+    column is 65024 (so sf = 1 and the values land on E5M6 subnormals / the smallest normal)."""
+    shape = (num_tokens, hidden)
+    yield torch.randn(shape, device=device).to(dtype), False
+    for v in _E5M6_SPECIAL_VALUES:
+        t = torch.full(shape, v, device=device, dtype=torch.float32)
+        t[:, -1] = 65024.0
+        yield t.to(dtype), True
+
+
+def generate_rand_float(shape, device="cuda") -> torch.Tensor:
+    """randn * 2^e with one random e in [-110, 126] per tensor, non-finite values replaced and
+    the result clamped to +-FLT_MAX / 8."""
+    e = int(torch.randint(-110, 127, (1,)).item())
+    x = torch.randn(shape, device=device, dtype=torch.float32) * (2.0 ** e)
+    big = torch.finfo(torch.float32).max / 8
+    x = torch.nan_to_num(x, nan=0.0, posinf=big, neginf=-big)
+    return x.clamp(-big, big)

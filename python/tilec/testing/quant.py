@@ -1,52 +1,26 @@
-"""Test-input generators of the quantisation family (``tile_kernels.testing``, spec
-quant-transpose.md §3.3): test grids, E5M6 special inputs, wide-range random floats, and a
-small MoE routing map for the fused kernels."""
-import os
-
+"""Test helpers of the quantisation family (``tile_kernels.testing.quant``, spec
+quant-transpose.md §3.3): clearing unused packed scale bytes, and tilec's generators: E5M6
+special inputs as a list, magnitude clamping, and a small MoE routing map for the fused kernels."""
 import torch
 
-from . import clear_unused_sf  # noqa: F401  (re-exported here as in TileKernels)
-
-HIDDEN_SIZES = [576, 2048, 2560, 3072, 4096, 6144, 7168]
-
-
-def _align(a: int, b: int) -> int:
-    return (a + b - 1) // b * b
+from ..utils import align, ceil_div
+from . import generator
+from .generator import generate_hidden_sizes, generate_num_tokens, generate_rand_float  # noqa: F401
 
 
-def full_test() -> bool:
-    return os.environ.get("TK_FULL_TEST", "0") not in ("", "0")
-
-
-def generate_num_tokens(alignment: int = 1, is_benchmark: bool = False):
-    """[align(4001, a), align(8001, a)], with 0 first in full mode (not for benchmarks)."""
-    v = [_align(4001, alignment), _align(8001, alignment)]
-    return ([0] + v) if full_test() and not is_benchmark else v
-
-
-def generate_hidden_sizes(align: int = 64):
-    return [h for h in HIDDEN_SIZES if h % align == 0]
+def clear_unused_sf(sf: torch.Tensor, hidden: int, num_per_channels: int) -> torch.Tensor:
+    """Packed UE8M0 sf as (rows, align(cdiv(hidden, n), 4)) bytes with the pad bytes zeroed."""
+    nk = ceil_div(hidden, num_per_channels)
+    width = align(nk, 4)
+    b = sf.contiguous().flatten().view(torch.uint8).view(-1, width).clone()
+    b[:, nk:] = 0
+    return b
 
 
 def generate_e5m6_inputs(shape, dtype, device="cuda"):
-    """randn, and three tensors filled with 2^-20, 2^-14 * 63/64 and 2^-14 whose last column is
-    65024 (so sf = 1 and the values land on E5M6 subnormals / the smallest normal)."""
-    out = [torch.randn(shape, device=device).to(dtype)]
-    for v in (2.0 ** -20, 2.0 ** -14 * 63 / 64, 2.0 ** -14):
-        t = torch.full(shape, v, device=device, dtype=torch.float32)
-        t[:, -1] = 65024.0
-        out.append(t.to(dtype))
-    return out
-
-
-def generate_rand_float(shape, device="cuda"):
-    """randn * 2^e with one random e in [-110, 126] per tensor, non-finite values replaced and
-    the result clamped to +-FLT_MAX / 8."""
-    e = int(torch.randint(-110, 127, (1,)).item())
-    x = torch.randn(shape, device=device, dtype=torch.float32) * (2.0 ** e)
-    big = torch.finfo(torch.float32).max / 8
-    x = torch.nan_to_num(x, nan=0.0, posinf=big, neginf=-big)
-    return x.clamp(-big, big)
+    """The four inputs of generator.generate_e5m6_inputs for a (rows, hidden) ``shape``, as a
+    list: randn, then the three special tensors."""
+    return [x for x, _ in generator.generate_e5m6_inputs(shape[0], shape[1], dtype, device)]
 
 
 def clamp_abs_ratio(x: torch.Tensor, ratio_log2: int = 9) -> torch.Tensor:

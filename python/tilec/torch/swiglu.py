@@ -5,7 +5,7 @@ from typing import Optional
 
 import torch
 
-from .quant import _decode, _expand
+from .cast import _decode, _expand
 
 
 def fma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
@@ -20,6 +20,13 @@ def fma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     toward = torch.where(err > 0, torch.full_like(s, float("inf")), torch.full_like(s, float("-inf")))
     s = torch.where((err != 0) & even, torch.nextafter(s, toward), s)
     return s.float()
+
+
+def elementwise_fma(a: torch.Tensor, b, c) -> torch.Tensor:
+    """:func:`fma` with ``b`` and ``c`` tensors or Python numbers."""
+    b = b if isinstance(b, torch.Tensor) else torch.tensor(float(b), dtype=torch.float32, device=a.device)
+    c = c if isinstance(c, torch.Tensor) else torch.tensor(float(c), dtype=torch.float32, device=a.device)
+    return fma(a, b, c)
 
 
 def _weights(pos_to_token_topk: Optional[torch.Tensor], topk_weights: Optional[torch.Tensor], n: int, device):

@@ -1,5 +1,6 @@
-"""Per-token casts (spec quant-transpose.md §2.1-§2.4): per_token_cast (e4m3, packed e2m1,
-E5M6; float or quantised input), its scale-only and precomputed-scale variants."""
+"""Per-token casts (spec quant-transpose.md §2.1-§2.3): per_token_cast (e4m3, packed e2m1; float
+or quantised input; E5M6 through per_token_cast_to_e5m6), its scale-only and precomputed-scale
+variants."""
 import functools
 import math
 from typing import Optional, Tuple
@@ -7,22 +8,12 @@ from typing import Optional, Tuple
 import torch
 
 from .. import _runtime
-from .common import (align, alloc_scaling_factors, ceil_div, check_block, check_layout_flags, data_arg,
-                     get_sf_shape, input_sf_args, kernel, pow2_divisor, sf_out_args, tile_shape)
+from ..utils import align, ceil_div
+from .common import (FLOAT_IN, alloc_data_out, alloc_sf, check_block, check_float_x, check_layout_flags, data_arg,
+                     input_sf_args, kernel, pow2_divisor, sf_grid, sf_out_args, tile_shape)
+from .per_token_cast_to_e5m6_kernel import per_token_cast_to_e5m6
 
-_FLOAT_IN = {torch.bfloat16: "bf16", torch.float32: "f32"}
 _FMTS = ("e4m3", "e2m1", "e5m6")
-
-
-def _plain_x(x, fn: str):
-    if not isinstance(x, torch.Tensor):
-        raise ValueError(f"{fn}: x must be a tensor or a (data, sf) QuantTensor")
-    if x.dtype not in _FLOAT_IN:
-        raise ValueError(f"{fn}: x must be bfloat16 or float32, got {x.dtype}")
-    if x.dim() != 2:
-        raise ValueError(f"{fn}: x must be 2-D (num_tokens, hidden), got {x.dim()}-D")
-    if x.stride(1) != 1 and x.size(1) > 1:
-        raise ValueError(f"{fn}: x must have unit stride along the hidden dimension, got {x.stride(1)}")
 
 
 def _check_n(n, H: int, fn: str, allow_row: bool):
@@ -68,19 +59,10 @@ def _prepare(x, fmt: str, n, x_block_size, col: bool, rnd: bool, packed: bool, f
         return T, H, tname, data_arg(q, fn), isf, isfp, ibm, ibn, q
     if x_block_size is not None:
         raise ValueError(f"{fn}: x_block_size is only for QuantTensor input")
-    _plain_x(x, fn)
+    check_float_x(x, fn)
     T, H = x.shape
     _check_n(n, H, fn, allow_row=(mode == "full"))
-    return T, H, _FLOAT_IN[x.dtype], x, None, None, 1, 1, x
-
-
-def _out(T: int, H: int, fmt: str, device):
-    """The data output and its kernel argument (FP4: int8 bytes, passed as e2m1 elements)."""
-    if fmt == "e4m3":
-        out = torch.empty((T, H), dtype=torch.float8_e4m3fn, device=device)
-        return out, out
-    out = torch.empty((T, H // 2), dtype=torch.int8, device=device)
-    return out, _runtime.Arg(out.data_ptr(), "e2m1", (T, H), (H, 1), out)
+    return T, H, FLOAT_IN[x.dtype], x, None, None, 1, 1, x
 
 
 def _xa(tname: str, xt: torch.Tensor) -> int:
@@ -156,9 +138,9 @@ def per_token_cast(x, fmt: str, num_per_channels: int, x_block_size: Optional[Tu
                                                           fn, "full")
     if fmt == "e2m1" and H % 2:
         raise ValueError(f"{fn}: fmt='e2m1' needs an even hidden size, got {H}")
-    nm, nk = get_sf_shape(T, H, (1, num_per_channels))
-    out, out_arg = _out(T, H, fmt, xt.device)
-    sf, store = alloc_scaling_factors(nm, nk, use_tma_aligned_col_major_sf, use_packed_ue8m0, xt.device,
+    nm, nk = sf_grid(T, H, (1, num_per_channels))
+    out, out_arg = alloc_data_out(T, H, fmt, xt.device)
+    sf, store = alloc_sf(nm, nk, use_tma_aligned_col_major_sf, use_packed_ue8m0, xt.device,
                                       kernel_pads_packed=True)
     if T == 0:
         return out, sf
@@ -177,8 +159,8 @@ def per_token_cast_with_sf_only(x, fmt: str, num_per_channels: int, x_block_size
         raise ValueError(f"{fn}: fmt must be 'e4m3' or 'e2m1', got 'e5m6'")
     T, H, tname, xarg, _, _, _, _, xt = _prepare(x, fmt, num_per_channels, x_block_size, use_tma_aligned_col_major_sf,
                                                  round_sf, use_packed_ue8m0, fn, "sf_only")
-    nm, nk = get_sf_shape(T, H, (1, num_per_channels))
-    sf, store = alloc_scaling_factors(nm, nk, use_tma_aligned_col_major_sf, use_packed_ue8m0, xt.device,
+    nm, nk = sf_grid(T, H, (1, num_per_channels))
+    sf, store = alloc_sf(nm, nk, use_tma_aligned_col_major_sf, use_packed_ue8m0, xt.device,
                                       kernel_pads_packed=True)
     if T == 0:
         return sf
@@ -200,7 +182,7 @@ def per_token_cast_with_precomputed_sf(x, fmt: str, num_per_channels: int, sf: t
                          f"use_packed_ue8m0 must be False")
     T, H, tname, xarg, _, _, _, _, xt = _prepare(x, fmt, num_per_channels, x_block_size, False, round_sf, False, fn,
                                                  "precomputed")
-    nm, nk = get_sf_shape(T, H, (1, num_per_channels))
+    nm, nk = sf_grid(T, H, (1, num_per_channels))
     if not isinstance(sf, torch.Tensor) or sf.dtype != torch.float32 or sf.dim() != 2:
         raise ValueError(f"{fn}: sf must be a 2-D float32 tensor")
     if tuple(sf.shape) != (nm, nk):
@@ -209,46 +191,9 @@ def per_token_cast_with_precomputed_sf(x, fmt: str, num_per_channels: int, sf: t
         raise ValueError(f"{fn}: sf must be row-major (unit stride along its columns), got strides {tuple(sf.stride())}")
     if fmt == "e2m1" and H % 2:
         raise ValueError(f"{fn}: fmt='e2m1' needs an even hidden size, got {H}")
-    out, out_arg = _out(T, H, fmt, xt.device)
+    out, out_arg = alloc_data_out(T, H, fmt, xt.device)
     if T == 0:
         return out
     psf = sf if sf.stride(1) == 1 else sf.contiguous()
     _launch(fn, tname, fmt, T, H, num_per_channels, round_sf, xt, xarg, out_arg, None, None, psf, None, None, 1, 1)
     return out
-
-
-def per_token_cast_to_e5m6(x: torch.Tensor, num_per_channels: int, use_tma_aligned_col_major_sf: bool = False,
-                           round_sf: bool = False, use_packed_ue8m0: bool = False):
-    """E5M6 per-row cast (reached as per_token_cast(fmt='e5m6')): out uint8 (T, 3H/2), 8 values
-    in 3 little-endian u32 words; sf per §1.4 with one column."""
-    fn = "per_token_cast"
-    check_layout_flags(use_tma_aligned_col_major_sf, round_sf, use_packed_ue8m0, fn)
-    _plain_x(x, fn)
-    T, H = x.shape
-    if num_per_channels != H:
-        raise ValueError(f"{fn}: fmt='e5m6' needs num_per_channels == hidden ({H}), got {num_per_channels}")
-    if H % 8:
-        raise ValueError(f"{fn}: fmt='e5m6' needs hidden % 8 == 0, got {H}")
-    out = torch.empty((T, 3 * H // 2), dtype=torch.uint8, device=x.device)
-    sf, store = alloc_scaling_factors(T, 1, use_tma_aligned_col_major_sf, use_packed_ue8m0, x.device)
-    if T == 0:
-        return out, sf
-    sf_arg, sfp_arg = sf_out_args(sf, store, use_packed_ue8m0)
-    # rows of whole warps of 32-element chunks (H % 1024 == 0): one row per block, H / 32 threads,
-    # each chunk's 12 words written as three 16-byte stores; otherwise single groups per thread
-    tile = dict(GW=4, NTH=H // 32, BK=H, BM=1) if H % 1024 == 0 and H <= 32768 else dict(GW=1)
-    # H = 7168 (224 threads): 5 blocks per SM (55 registers, no spill) measured 90.0 % of the copy
-    # ceiling, against 85.4 % for 4 (69 registers) and 74.1 % for 3 (H200, 16384 x 7168;
-    # session 12, A/B run 9)
-    tile["BPS"] = 5 if H == 7168 else 0
-    gw = tile["GW"]
-    xarg = _runtime.Arg(x.data_ptr(), _FLOAT_IN[x.dtype], (T, H // (8 * gw), 8 * gw), (x.stride(0), 8 * gw, 1), x)
-    oarg = _runtime.Arg(out.data_ptr(), "u32", (T, H // (8 * gw), 3 * gw), (3 * H // 8, 3 * gw, 1), out)
-    k = kernel("per_token_cast_e5m6", x, T=_FLOAT_IN[x.dtype], H=H, ROUND=round_sf, XA=pow2_divisor(x.stride(0), 32),
-               **tile, has_sf=sf_arg is not None, has_sfp=sfp_arg is not None)
-    k.launch(xarg, oarg, sf_arg, sfp_arg, stream=_runtime.stream(x))
-    return out, sf
-
-
-__all__ = ["per_token_cast", "per_token_cast_with_sf_only", "per_token_cast_with_precomputed_sf",
-           "per_token_cast_to_e5m6", "align"]

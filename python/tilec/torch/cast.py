@@ -1,32 +1,55 @@
-"""Reference quantisation (``tile_kernels.torch.cast`` and friends), written from the
-specification (quant-transpose.md §1, §3.1, §6): block casts to e4m3 / packed e2m1 in the three
-scale layouts, dequantisation, E5M6, and the fused per-channel cast. Plain tensor code."""
+"""Reference quantisation (``tile_kernels.torch.cast``), written from the specification
+(quant-transpose.md §1, §3.1, §6): block casts to e4m3 / packed e2m1 in the three scale layouts,
+dequantisation, and the helpers the E5M6, per-channel and SwiGLU references share. Plain tensor
+code."""
 from typing import Optional, Tuple
 
 import torch
 
+from ..quant.common import unpack_from_e2m1fn_x2
+from ..utils import align, ceil_div
+
 _MAX = {"e4m3": 448.0, "e2m1": 6.0}
 _CMIN = {"e4m3": 1e-4, "e2m1": 6.0 * 2.0 ** -126}
-_E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+_FMT_OF = {torch.float8_e4m3fn: "e4m3", torch.int8: "e2m1"}
 _HAS_FP8 = hasattr(torch, "float8_e4m3fn") and torch.float8_e4m3fn is not torch.uint8
 
 
-def _ceil_div(a, b):
-    return (a + b - 1) // b
+def right_shift_unsigned(x: torch.Tensor, shift: int) -> torch.Tensor:
+    """x >> shift of an integer tensor with its bits taken as unsigned (a logical shift), in x's
+    dtype."""
+    if shift == 0:
+        return x.clone()
+    bits = x.element_size() * 8
+    return (x >> shift) & ((1 << (bits - shift)) - 1)
 
 
-def unpack_from_e2m1fn_x2(x: torch.Tensor, out_dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """Decodes packed FP4: byte i holds element 2i in its low nibble and 2i+1 in its high nibble;
-    code bits: sign (bit 3), exponent (bits 2-1), mantissa (bit 0). Shape (..., L) -> (..., 2L)."""
-    assert x.dtype in (torch.int8, torch.uint8), f"unpack_from_e2m1fn_x2: int8 or uint8 expected, got {x.dtype}"
-    if x.dim() == 0:
-        raise ValueError("unpack_from_e2m1fn_x2: a 0-d tensor has no bytes to unpack")
-    b = x.view(torch.uint8).to(torch.int32)
-    codes = torch.stack((b & 0xF, (b >> 4) & 0xF), dim=-1).flatten(-2)
-    table = torch.tensor(_E2M1_VALUES, dtype=torch.float32, device=x.device)
-    mag = table[(codes & 7).long()]
-    sign = torch.where((codes & 8) != 0, -1.0, 1.0).to(torch.float32)
-    return (mag * sign).to(out_dtype)
+def get_min_clamp_val(dtype: torch.dtype) -> float:
+    """The amax clamp minimum (CMIN, §1.1) of the data dtype: float8_e4m3fn, or int8 (packed
+    e2m1); a format name ('e4m3', 'e2m1') is taken too."""
+    return _CMIN[dtype if isinstance(dtype, str) else _FMT_OF[dtype]]
+
+
+def get_max_quant_val(dtype: torch.dtype) -> float:
+    """The largest finite value (MAX, §1.1) of the data dtype, as for get_min_clamp_val."""
+    return _MAX[dtype if isinstance(dtype, str) else _FMT_OF[dtype]]
+
+
+def transform_sf(sf: torch.Tensor) -> torch.Tensor:
+    """Scales as f32 values: packed UE8M0 int32 words (m, p) become the four scales (m, 4p + b),
+    b = 0..3 from the least significant byte, each 2^(byte - 127) (byte 0: +0.0); f32 scales are
+    returned as they are."""
+    if sf.dtype != torch.int32:
+        return sf.float()
+    byts = torch.stack([right_shift_unsigned(sf, 8 * b) & 0xFF for b in range(4)], dim=-1)
+    return (byts.reshape(sf.shape[0], sf.shape[1] * 4) << 23).view(torch.float32)
+
+
+def convert_to_e2m1_bits(quant_tensor: torch.Tensor, max_quant_val: float, device) -> torch.Tensor:
+    """The e2m1 codes (uint8, one per element, sign in bit 3) of already scaled values, rounded
+    to nearest with ties to the even code and saturating at +-max_quant_val (§6.2)."""
+    v = quant_tensor.to(device=device, dtype=torch.float32).clamp(-max_quant_val, max_quant_val).contiguous()
+    return _e2m1_codes(v).to(torch.uint8)
 
 
 def _e2m1_codes(v: torch.Tensor) -> torch.Tensor:
@@ -92,11 +115,7 @@ def _expand(sf: torch.Tensor, bm: int, bn: int, rows: int, cols: int) -> torch.T
 
 def _decode_sf(sf: torch.Tensor, nk: int) -> torch.Tensor:
     """An sf tensor in any of the §1.4 layouts -> f32 (nm, nk)."""
-    if sf.dtype == torch.int32:  # packed UE8M0: byte k % 4 of word (m, k // 4)
-        words = torch.empty(sf.shape, dtype=torch.int32, device=sf.device).copy_(sf)  # row-major, any view
-        b = words.view(torch.uint8).view(sf.shape[0], sf.shape[1] * 4)[:, :nk].to(torch.int32)
-        return (b << 23).view(torch.float32)
-    return sf.float()[:, :nk]
+    return transform_sf(sf)[:, :nk]
 
 
 def _decode(q: torch.Tensor) -> torch.Tensor:
@@ -108,7 +127,7 @@ def _decode(q: torch.Tensor) -> torch.Tensor:
 def _dequant(q: torch.Tensor, q_sf: torch.Tensor, block) -> torch.Tensor:
     bm, bn = block
     v = _decode(q)
-    nk = _ceil_div(v.shape[1], bn)
+    nk = ceil_div(v.shape[1], bn)
     return v * _expand(_decode_sf(q_sf, nk), bm, bn, v.shape[0], v.shape[1])
 
 
@@ -122,9 +141,9 @@ def _layout_sf(dq: torch.Tensor, use_tma_aligned_col_major_sf: bool, use_packed_
     nm, nk = dq.shape
     if not use_tma_aligned_col_major_sf:
         return dq.contiguous()
-    rows4 = _ceil_div(nm, 4) * 4
+    rows4 = align(nm, 4)
     if use_packed_ue8m0:
-        words = _ceil_div(nk, 4)
+        words = ceil_div(nk, 4)
         if rows4 == 0:  # no rows: nothing to pack (a byte view of an empty tensor cannot become int32)
             return torch.zeros((words, 0), dtype=torch.int32, device=dq.device)[:, :nm].T
         e = torch.zeros((words * 4, rows4), dtype=torch.uint8, device=dq.device)
@@ -150,7 +169,7 @@ def cast(x, fmt: str, block_size: Tuple[int, int] = (32, 32), sf: Optional[torch
     x = x.float()
     rows, cols = x.shape
     bm, bn = block_size
-    nm, nk = _ceil_div(rows, bm), _ceil_div(cols, bn)
+    nm, nk = ceil_div(rows, bm), ceil_div(cols, bn)
     padded = torch.zeros((nm * bm, nk * bn), dtype=torch.float32, device=x.device)
     padded[:rows, :cols] = x
     blocks = padded.view(nm, bm, nk, bn)
@@ -182,97 +201,3 @@ def cast_back(x, fmt: str, block_size: Tuple[int, int] = (32, 32)) -> torch.Tens
     assert fmt in ("bf16", "fp32"), f"cast_back: fmt must be 'bf16' or 'fp32', got {fmt}"
     v = _dequant(x[0], x[1], block_size)
     return v.to(torch.bfloat16) if fmt == "bf16" else v
-
-
-# ---- E5M6 (§6.3) ----
-
-def _e5m6_codes(v: torch.Tensor) -> torch.Tensor:
-    """f32 -> 12-bit E5M6 codes (int64): truncate to f16, then the parity-aware round-up."""
-    b = v.contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF
-    sign = (b >> 31) << 15
-    e = (b >> 23) & 0xFF
-    m = b & 0x7FFFFF
-    normal = ((e - 112) << 10) | (m >> 13)
-    sub = (m | 0x800000) >> torch.clamp(126 - e, 0, 63)
-    mag = torch.where(e >= 143, torch.full_like(e, 0x7C00),
-                      torch.where(e >= 113, normal, torch.where(e >= 103, sub, torch.zeros_like(e))))
-    c = (sign | mag) >> 4
-    rem = b & 0x1FFFF
-    c = c + (((c & 1) + rem) > 0x10000).to(torch.int64)
-    return c & 0xFFF
-
-
-def _pack_e5m6(codes: torch.Tensor) -> torch.Tensor:
-    """(T, H) codes -> (T, 3H/2) uint8: 8 codes per 3 little-endian u32 words (MSB-first)."""
-    T, H = codes.shape
-    h = codes.view(T, H // 8, 8)
-    w0 = (h[..., 0] << 20) | (h[..., 1] << 8) | (h[..., 2] >> 4)
-    w1 = ((h[..., 2] & 0xF) << 28) | (h[..., 3] << 16) | (h[..., 4] << 4) | (h[..., 5] >> 8)
-    w2 = ((h[..., 5] & 0xFF) << 24) | (h[..., 6] << 12) | h[..., 7]
-    words = torch.stack((w0, w1, w2), dim=-1)  # (T, H/8, 3)
-    byts = torch.stack([(words >> (8 * i)) & 0xFF for i in range(4)], dim=-1)
-    return byts.to(torch.uint8).reshape(T, H // 8 * 12)
-
-
-def _unpack_e5m6(x: torch.Tensor) -> torch.Tensor:
-    """(T, 3H/2) uint8 -> (T, H) f32 (exact)."""
-    T, P = x.shape
-    b = x.to(torch.int64).view(T, P // 12, 3, 4)
-    w = b[..., 0] | (b[..., 1] << 8) | (b[..., 2] << 16) | (b[..., 3] << 24)
-    w0, w1, w2 = w[..., 0], w[..., 1], w[..., 2]
-    f = [(w0 >> 16), (w0 >> 4), (w0 << 8) | (w1 >> 24), (w1 >> 12), w1, (w1 << 12) | (w2 >> 20), (w2 >> 8), (w2 << 4)]
-    h = torch.stack([v & 0xFFF0 for v in f], dim=-1).view(T, P // 12 * 8)
-    h = torch.where(h >= 0x8000, h - 0x10000, h).to(torch.int16)
-    return h.view(torch.float16).float()
-
-
-def cast_to_e5m6(x: torch.Tensor, num_per_channels: int, use_tma_aligned_col_major_sf: bool = False,
-                 round_sf: bool = False, use_packed_ue8m0: bool = False):
-    """Per-row E5M6 quantisation (num_per_channels must be the row length): returns
-    (uint8 (T, 3H/2), sf) with MAX 65024 and the amax clamped at 1e-4."""
-    T, H = x.shape
-    assert num_per_channels == H and H % 8 == 0
-    v = x.float()
-    amax = v.abs().amax(dim=1, keepdim=True).clamp_min(1e-4) if T else torch.zeros((0, 1), device=x.device)
-    MAX = torch.tensor(65024.0, dtype=torch.float32, device=x.device)
-    dq = amax / MAX
-    if round_sf:
-        dq = _round_pow2(dq)
-        e = (dq.view(torch.int32) >> 23) - 127
-        inv = ((127 - e).clamp(min=0) << 23).view(torch.float32)
-    else:
-        inv = MAX / amax
-    out = _pack_e5m6(_e5m6_codes(v * inv)) if T else torch.empty((0, 3 * H // 2), dtype=torch.uint8,
-                                                                   device=x.device)
-    return out, _layout_sf(dq, use_tma_aligned_col_major_sf, use_packed_ue8m0)
-
-
-def cast_back_from_e5m6(x, fmt: str, x_block_size: Tuple[int, int]) -> torch.Tensor:
-    """Dequantises (E5M6 bytes, sf) to bf16 or f32."""
-    assert fmt in ("bf16", "fp32")
-    q, q_sf = x
-    v = _unpack_e5m6(q)
-    bm, bn = x_block_size
-    nk = _ceil_div(v.shape[1], bn)
-    v = v * _expand(_decode_sf(q_sf, nk), bm, bn, v.shape[0], v.shape[1])
-    return v.to(torch.bfloat16) if fmt == "bf16" else v
-
-
-def per_channel_cast_fused(x, num_per_tokens: int, num_per_channels: Optional[int] = None, round_sf: bool = False,
-                           pos_to_token: Optional[torch.Tensor] = None):
-    """Row gather (pos < 0: zero row, data and scale), then a per-channel (num_per_tokens x 1)
-    e4m3 cast of x or of the dequantised (q, q_sf) with 1 x num_per_channels groups."""
-    quant = isinstance(x, tuple)
-    if pos_to_token is not None:
-        idx = pos_to_token.long().clamp(min=0)
-        keep = (pos_to_token >= 0)[:, None]
-        if quant:
-            q, s = x
-            qv = torch.where(keep, _decode(q[idx]), torch.zeros((), device=q.device))
-            sv = torch.where(keep, s[idx].float(), torch.zeros((), device=s.device))
-            x = qv * _expand(sv, 1, num_per_channels, qv.shape[0], qv.shape[1])
-        else:
-            x = torch.where(keep, x[idx].float(), torch.zeros((), device=x.device))
-    elif quant:
-        x = _dequant(x[0], x[1], (1, num_per_channels))
-    return cast(x.float(), "e4m3", (num_per_tokens, 1), round_sf=round_sf)

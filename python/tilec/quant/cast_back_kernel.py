@@ -1,13 +1,13 @@
 """Dequantisation (spec quant-transpose.md §2.9-§2.11): cast_back and per_token_cast_back for
-e4m3, packed e2m1 and E5M6 data."""
+e4m3, packed e2m1 and (through cast_back_e5m6) E5M6 data."""
 from typing import Optional, Tuple
 
 import torch
 
 from .. import _runtime
-from .common import ceil_div, check_block, data_arg, input_sf_args, kernel
-
-_OUT = {"bf16": (torch.bfloat16, "bf16"), "fp32": (torch.float32, "f32")}
+from ..utils import ceil_div
+from .cast_back_e5m6_kernel import run_cast_back_e5m6
+from .common import CAST_BACK_OUT, check_cast_back_input, data_arg, input_sf_args, kernel
 
 
 def cast_back(x, fmt: str, x_block_size: Tuple[int, int], x_special_fmt: Optional[str] = None) -> torch.Tensor:
@@ -15,42 +15,23 @@ def cast_back(x, fmt: str, x_block_size: Tuple[int, int], x_special_fmt: Optiona
     (``fmt='bf16'``) or f32 (``'fp32'``). data is float8_e4m3fn or int8 (packed e2m1), or uint8
     E5M6 with ``x_special_fmt='e5m6'``; sf is f32 (row- or column-major) or packed UE8M0."""
     fn = "cast_back"
-    if fmt not in _OUT:
+    if fmt not in CAST_BACK_OUT:
         raise ValueError(f"{fn}: fmt must be 'bf16' or 'fp32', got {fmt!r}")
     if x_special_fmt not in (None, "e5m6"):
         raise ValueError(f"{fn}: x_special_fmt must be None or 'e5m6', got {x_special_fmt!r}")
-    if not isinstance(x, tuple) or len(x) != 2:
-        raise ValueError(f"{fn}: x must be a QuantTensor (data, sf)")
-    bm, bn = check_block(x_block_size, "x_block_size", fn)
-    q, q_sf = x
-    if not isinstance(q, torch.Tensor) or q.dim() != 2:
-        raise ValueError(f"{fn}: x's data must be a 2-D tensor")
-    if not q.is_contiguous():
-        raise ValueError(f"{fn}: x's data must be contiguous")
-    odt, oname = _OUT[fmt]
-    T = q.size(0)
     if x_special_fmt == "e5m6":
-        if q.dtype != torch.uint8:
-            raise ValueError(f"{fn}: x_special_fmt='e5m6' needs uint8 data, got {q.dtype}")
-        if q.size(1) % 12:
-            raise ValueError(f"{fn}: E5M6 rows hold 12 bytes per 8 values; the row length must be a multiple of 12, "
-                             f"got {q.size(1)}")
-        H = q.size(1) * 2 // 3
-    else:
-        if q.dtype not in (torch.float8_e4m3fn, torch.int8):
-            raise ValueError(f"{fn}: x's data must be float8_e4m3fn or int8 (packed e2m1), got {q.dtype}")
-        H = q.size(1) * (2 if q.dtype == torch.int8 else 1)
-        if H % 64:
-            raise ValueError(f"{fn}: hidden (logical) must be a multiple of 64, got {H}")
+        return run_cast_back_e5m6(x, fmt, x_block_size, fn)
+    q, q_sf, bm, bn = check_cast_back_input(x, x_block_size, fn)
+    odt, oname = CAST_BACK_OUT[fmt]
+    T = q.size(0)
+    if q.dtype not in (torch.float8_e4m3fn, torch.int8):
+        raise ValueError(f"{fn}: x's data must be float8_e4m3fn or int8 (packed e2m1), got {q.dtype}")
+    H = q.size(1) * (2 if q.dtype == torch.int8 else 1)
+    if H % 64:
+        raise ValueError(f"{fn}: hidden (logical) must be a multiple of 64, got {H}")
     isf, isfp = input_sf_args(q_sf, ceil_div(T, bm), ceil_div(H, bn), fn, "x's sf")
     out = torch.empty((T, H), dtype=odt, device=q.device)
     if T == 0:
-        return out
-    if x_special_fmt == "e5m6":
-        k = kernel("cast_back_e5m6", q, OT=oname, H=H, SBM=bm, SBN=bn, has_sf=isf is not None, has_sfp=isfp is not None)
-        xarg = _runtime.Arg(q.data_ptr(), "u32", (T, H // 8, 3), (3 * H // 8, 3, 1), q)
-        oarg = _runtime.Arg(out.data_ptr(), oname, (T, H // 8, 8), (H, 8, 1), out)
-        k.launch(xarg, oarg, isf, isfp, stream=_runtime.stream(q))
         return out
     tname = "e2m1" if q.dtype == torch.int8 else "e4m3"
     # bf16 output: runs of 8 elements, so that a warp's loads and 16-byte stores are both whole
