@@ -4,8 +4,10 @@
 #   1. release build in build/, every CTest test;
 #   2. ASan + UBSan build in build-asan/, the tests labelled `sanitize`;
 #   3. libFuzzer build (clang) in build-fuzz/, the front-end fuzzer for $TILEC_FUZZ_SECONDS (60)
-#      seconds from the .tl files of tests/; any finding fails.
-# Usage: scripts/test.sh [release|asan|fuzz ...]   (default: all three, in that order)
+#      seconds from the .tl files of tests/; any finding fails;
+#   4. `pip install .` into a fresh venv (the wheel of pyproject.toml), then the installed tilec
+#      from outside the checkout: tests/package/check_wheel.py.
+# Usage: scripts/test.sh [release|asan|fuzz|wheel ...]   (default: all four, in that order)
 # A new suite joins by registering CTest tests (with LABELS sanitize to run under the sanitizers).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,7 +18,7 @@ tilec_install_deps "$root"
 JOBS=${TILEC_JOBS:-$(nproc)}
 FUZZ_SECONDS=${TILEC_FUZZ_SECONDS:-60}
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(release asan fuzz)
+[ ${#stages[@]} -gt 0 ] || stages=(release asan fuzz wheel)
 
 step() { printf '\n== %s\n' "$*"; }
 
@@ -59,12 +61,37 @@ run_fuzz() {
   fi
 }
 
+run_wheel() {
+  step "wheel: pip install . into a fresh venv, tilec from there"
+  local start=$SECONDS tmp venv
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/tilec-wheel.XXXXXX")
+  # shellcheck disable=SC2064
+  trap "rm -rf '$tmp'" EXIT
+  venv=$tmp/venv
+  # --system-site-packages: torch from this machine, not downloaded again
+  python3 -m venv --system-site-packages "$venv"
+  # the caller's TILEC_* variables (TILEC_CUDA_HOME, ...) and PYTHONPATH stay out of the build
+  local unset_env=(-u PYTHONPATH)
+  for v in $(compgen -e | grep '^TILEC_' || true); do unset_env+=(-u "$v"); done
+  env "${unset_env[@]}" "$venv/bin/python" -m pip install -q "$root"
+  echo "wheel: built and installed in $((SECONDS - start)) s"
+  # outside the checkout, in a bare environment: only the installed tilec can be imported; a fresh
+  # HOME, so the kernels compile from the package (no disk cache of other builds)
+  mkdir "$tmp/home"
+  (cd "$tmp" && env -i HOME="$tmp/home" PATH="$venv/bin:/usr/bin:/bin" LANG=C.UTF-8 \
+    "$venv/bin/python" "$root/tests/package/check_wheel.py" "$venv")
+  rm -rf "$tmp"
+  trap - EXIT
+  echo "wheel: $((SECONDS - start)) s"
+}
+
 for s in "${stages[@]}"; do
   case "$s" in
     release) run_release ;;
     asan) run_asan ;;
     fuzz) run_fuzz ;;
-    *) echo "test: unknown stage '$s' (release, asan, fuzz)" >&2; exit 2 ;;
+    wheel) run_wheel ;;
+    *) echo "test: unknown stage '$s' (release, asan, fuzz, wheel)" >&2; exit 2 ;;
   esac
 done
 step "all passed: ${stages[*]}"

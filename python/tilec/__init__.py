@@ -8,7 +8,13 @@ specification, and ``tilec.testing`` the test helpers.
 Kernels are compiled on first use (JIT, cached in memory and in ``$TILEC_CACHE_DIR``) or loaded
 from an ahead-of-time fatbin when the install tree has one.
 """
-__version__ = "0.1.0"
+try:
+    # the version of CMakeLists.txt's project(), which CMake writes into the build tree's package
+    # (build/python/tilec), the install tree and the wheel
+    from ._version import __version__
+except ImportError:
+    # python/tilec of the sources, which has no generated _version.py (run from build/python instead)
+    __version__ = "0+unknown"
 
 from . import config
 from .config import get_device_num_sms, get_max_smem_per_sm, get_num_sms, set_num_sms
