@@ -130,8 +130,6 @@ def main():
         for var in variants:
             _EXTRA.clear()
             _EXTRA[kernel] = var
-            M._kernels.clear()
-            tilec.transpose._kernels.clear()
             label = " ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in var.items()) or "default"
             saved = _set_module_attrs(var)
             try:

@@ -38,13 +38,13 @@ def patch_kernel_generics(table):
     and profiles of configurations (bench/ab_generics.py, bench/profile_one.py)."""
     orig = _runtime.kernel
 
-    def patched(name, gens):
+    def patched(name, gens, t):
         extra = {k: v for k, v in table.get(name, {}).items() if "." not in k}
         if extra:
             d = dict(g.split("=", 1) for g in gens)
             d.update(extra)
             gens = tuple(f"{k}={v}" for k, v in d.items())
-        return orig(name, gens)
+        return orig(name, gens, t)
     _runtime.kernel = patched
 
 

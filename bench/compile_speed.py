@@ -40,7 +40,7 @@ def main():
         import tilec  # noqa: E402,F401  (the package must import)
         from tilec import _runtime  # noqa: E402
 
-        lib = _runtime.library()
+        lib = _runtime.library(0)  # the GPU's library (CUDA device 0)
         lib.kernel("batched_transpose", ("T=bf16", "BX=64", "BY=64", "SA=16"))  # driver and context start-up
         times = []
         for key in keys[: args.limit or None]:

@@ -31,7 +31,7 @@ def main():
     out = torch.empty((1, 64, 64), device="cuda").bfloat16()
     y = torch.randn((1, 64, 64), device="cuda").bfloat16()
     tilec.transpose.batched_transpose(x)  # compile + load
-    k = _runtime.kernel("batched_transpose", ("T=bf16", "BX=64", "BY=64", "SA=8"))
+    k = _runtime.kernel("batched_transpose", ("T=bf16", "BX=64", "BY=64", "SA=8"), x)
     s = _runtime.stream(x)
     res = {
         "torch.add (a + b)": per_call_us(lambda: torch.add(x, y)),

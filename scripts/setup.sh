@@ -4,7 +4,7 @@
 #      and the Python packages pinned in requirements.txt (torch 2.13.0 CPU, pytest, ...);
 #   2. builds ./build (release) and installs it into ./dist;
 #   3. builds the kernel library ahead of time into dist/share/tilec/kernels.fatbin (needs the
-#      CUDA 13 toolkit's ptxas; skipped, with a warning, without it);
+#      CUDA 13 toolkit's ptxas, nvlink and fatbinary; skipped, with a warning, without them);
 #   4. runs a first kernel: on the GPU where there is one, else on the CPU emulator.
 # Usage: scripts/setup.sh [--deps-only]   (--deps-only: step 1 alone)
 set -euo pipefail
@@ -15,16 +15,12 @@ cd "$root"
 tilec_install_deps "$root"
 [ "${1:-}" = "--deps-only" ] && exit 0
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# TILEC_AOT_KERNELS: every declared specialisation compiled ahead of time into kernels.fatbin
+# (a warning, and kernels compiled on first use, where the CUDA tools are missing)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTILEC_AOT_KERNELS=ON >/dev/null
 cmake --build build
 cmake --install build --prefix dist --strip >/dev/null
 echo "setup: built ./build, installed ./dist (the tilec CLI: dist/bin/tilec; the Python package: dist/python)"
-
-if [ -x "${TILEC_CUDA_HOME:-/usr/local/cuda}/bin/ptxas" ]; then
-  share=dist/share/tilec
-  dist/bin/tilec build "$share/kernels.tl" --arch sm_90a,sm_100a -j "$(nproc)" -o "$share/kernels.fatbin"
-else
-  echo "setup: no ptxas: the kernel library is compiled on first use instead of ahead of time" >&2
-fi
+[ -e dist/share/tilec/kernels.fatbin ] && echo "setup: the kernel library ahead of time: dist/share/tilec/kernels.fatbin"
 
 PYTHONPATH=dist/python python3 scripts/first_kernel.py

@@ -31,14 +31,14 @@ def get_max_smem_per_sm() -> int:
     return torch.cuda.get_device_properties(torch.cuda.current_device()).shared_memory_per_multiprocessor
 
 
-def set_num_sms(n: int) -> None:
-    """Restricts persistent kernels to ``n`` SMs (0 < n <= the device's count)."""
+def set_num_sms(num_sms: int) -> None:
+    """Restricts persistent kernels to ``num_sms`` SMs (0 < num_sms <= the device's count)."""
     global _num_sms
-    if not isinstance(n, int) or isinstance(n, bool):
-        raise ValueError(f"set_num_sms: n must be an integer, got {n!r}")
-    if not 0 < n <= get_device_num_sms():
-        raise ValueError(f"set_num_sms: n must be in (0, {get_device_num_sms()}], got {n}")
-    _num_sms = n
+    if not isinstance(num_sms, int) or isinstance(num_sms, bool):
+        raise ValueError(f"set_num_sms: num_sms must be an integer, got {num_sms!r}")
+    if not 0 < num_sms <= get_device_num_sms():
+        raise ValueError(f"set_num_sms: num_sms must be in (0, {get_device_num_sms()}], got {num_sms}")
+    _num_sms = num_sms
 
 
 def get_num_sms() -> int:

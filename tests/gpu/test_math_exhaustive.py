@@ -15,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def test_silu_sigmoid_every_f32():
-    _runtime.library()  # the CUDA context and the dtype registrations
+    _runtime.library(0)  # the CUDA context and the dtype registrations
     lib = _native.Runtime(cache_dir=os.environ.get("TILEC_CACHE_DIR")).open(
         source=os.path.join(HERE, "math_exhaustive.tl"))
     bad = torch.zeros(2, dtype=torch.int32, device="cuda")

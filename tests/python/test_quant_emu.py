@@ -8,9 +8,6 @@ meets every other option often without compiling a specialisation twice for noth
 
 TILEC_BUILD_PYTHON: the package to test (default build/python); TILEC_KERNELS: the kernel
 library (default: the checkout's kernels.tl)."""
-import contextlib
-import ctypes
-import glob
 import importlib
 import itertools
 import os
@@ -26,6 +23,7 @@ sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(_root, "bui
 import tilec.transpose as TR  # noqa: E402
 from tilec import quant as Q  # noqa: E402
 from tilec import torch as R  # noqa: E402
+from emu_math import cuda_math  # noqa: E402
 from tilec.testing import (assert_equal, calc_diff, check_bias, clamp_abs_ratio, expand_rows,  # noqa: E402
                            generate_e5m6_inputs, generate_fused_mapping, generate_rand_float)
 RQ = importlib.import_module("tilec.torch.cast")  # the module; tilec.torch.cast is the function
@@ -71,56 +69,6 @@ def kw(flags):
 
 def fid(flags):
     return "col%d-round%d-packed%d" % flags
-
-
-# ---- CUDA's expf for the SwiGLU references ---------------------------------------------------
-# The kernels use CUDA's accurate expf (spec §0.3), which the emulator reproduces bit for bit; the
-# CPU's torch.exp differs from it in about a third of the inputs by an ulp. The references are run
-# with libtilec's tl_num_expf, with the H200's measured ex2 table installed (as the emulator does).
-
-_expf = None
-
-
-def _libtilec():
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            path = line.split()[-1]
-            if os.path.basename(path).startswith("libtilec.so"):
-                return ctypes.CDLL(path)
-    return None
-
-
-def cuda_exp(x):
-    global _expf
-    if _expf is None:
-        lib = _libtilec()
-        tables = sorted(glob.glob(os.path.join(_root, "compiler", "data", "mufu_ex2*.bin")))
-        if lib is None or not tables:
-            pytest.skip("libtilec or the MUFU tables not found: no CUDA expf for the SwiGLU references")
-        err = ctypes.create_string_buffer(256)
-        for path in tables:
-            with open(path, "rb") as f:
-                blob = f.read()
-            assert lib.tl_num_mufu_install(blob, len(blob), err, len(err)) == 0, err.value
-        lib.tl_num_ex2_is_exact.restype = ctypes.c_bool
-        assert lib.tl_num_ex2_is_exact()
-        _expf = lib.tl_num_expf
-        _expf.restype, _expf.argtypes = ctypes.c_uint32, [ctypes.c_uint32]
-    bits = x.float().contiguous().view(torch.int32)
-    uniq, inv = torch.unique(bits, return_inverse=True)
-    vals = torch.tensor([_expf(u & 0xFFFFFFFF) for u in uniq.tolist()], dtype=torch.int64)
-    return vals.to(torch.int32).view(torch.float32)[inv].view(x.shape)
-
-
-@contextlib.contextmanager
-def cuda_math():
-    """torch.exp as CUDA's expf while a reference runs."""
-    mp = pytest.MonkeyPatch()
-    mp.setattr(torch, "exp", cuda_exp)
-    try:
-        yield
-    finally:
-        mp.undo()
 
 
 # ---- per-token casts (§2.1-§2.4) -------------------------------------------------------------

@@ -485,22 +485,3 @@ def silu_lut(device: torch.device) -> torch.Tensor:
         kernel("silu_table", t).launch(t, stream=_runtime.stream(t))
         _silu_luts[key] = t
     return t
-
-
-USE_SILU_LUT = True   # False: silu() computed (for A/B runs)
-SILU_LUT_SIZE = 8196   # dsl/quant.tl
-_silu_luts = {}
-
-
-def silu_lut(device: torch.device) -> torch.Tensor:
-    """The SiLU table of the per-channel SwiGLU cast on ``device`` (dsl/quant.tl, SILU_LUT_SIZE:
-    silu() of the 8192 bf16 values 2^-25 <= |l| < 2^7 and the multipliers of l outside that
-    range), computed once by the kernel silu_table, so that a lookup gives the bits the kernels'
-    silu() computes."""
-    key = (device.type, device.index)
-    t = _silu_luts.get(key)
-    if t is None:
-        t = torch.empty(SILU_LUT_SIZE, dtype=torch.float32, device=device)
-        kernel("silu_table", t).launch(t, stream=_runtime.stream(t))
-        _silu_luts[key] = t
-    return t

@@ -12,7 +12,6 @@ from ..utils import align, ceil_div
 _MAX = {"e4m3": 448.0, "e2m1": 6.0}
 _CMIN = {"e4m3": 1e-4, "e2m1": 6.0 * 2.0 ** -126}
 _FMT_OF = {torch.float8_e4m3fn: "e4m3", torch.int8: "e2m1"}
-_HAS_FP8 = hasattr(torch, "float8_e4m3fn") and torch.float8_e4m3fn is not torch.uint8
 
 
 def right_shift_unsigned(x: torch.Tensor, shift: int) -> torch.Tensor:
@@ -69,44 +68,15 @@ def pack_to_e2m1fn_x2(v: torch.Tensor) -> torch.Tensor:
     return (c[..., 0] | (c[..., 1] << 4)).to(torch.uint8).view(torch.int8)
 
 
-def _e4m3_bits(v: torch.Tensor) -> torch.Tensor:
-    """f32 -> e4m3fn bytes (RNE, saturating at 448, sign kept) with integer arithmetic, for a
-    torch without float8 dtypes; the same bits as clamp(±448).to(float8_e4m3fn)."""
-    v = v.float().clamp(-448.0, 448.0)
-    b = v.view(torch.int32).to(torch.int64) & 0xFFFFFFFF
-    sign = (b >> 31) << 7
-    a = b & 0x7FFFFFFF
-    e = a >> 23
-    m = (a & 0x7FFFFF) | 0x800000
-    # value = m * 2^(e - 150); e4m3 units: normals 2^(E-7-3), subnormals 2^-9
-    shift = torch.clamp(141 - e, min=20, max=40)  # bits dropped from m: 20 for normals, more below 2^-6
-    q = m >> shift
-    rem = m - (q << shift)
-    half = torch.ones_like(shift) << (shift - 1)
-    up = (rem > half) | ((rem == half) & ((q & 1) == 1))
-    q = q + up.to(torch.int64)
-    # q counts units of 2^(max(e,121) - 127 - 3); rebuild the code
-    ebase = torch.clamp(e - 120, min=0)  # biased e4m3 exponent of the unit scale (0: subnormal)
-    code = torch.where(ebase == 0, q, (ebase << 3) + (q - 8))
-    code = torch.where(a == 0, torch.zeros_like(code), code)
-    return (code | sign).to(torch.uint8)
-
-
 def to_e4m3(v: torch.Tensor) -> torch.Tensor:
-    """f32 -> float8_e4m3fn, RNE with saturation to ±448 (uint8 bytes on a torch without fp8)."""
-    if _HAS_FP8:
-        return v.clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
-    return _e4m3_bits(v)
+    """f32 -> float8_e4m3fn, RNE with saturation to ±448 (spec §6.1): clamped, then torch's
+    round-to-nearest-even conversion, as TileKernels' oracle does."""
+    return v.float().clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
 
 
 def _e4m3_to_f32(q: torch.Tensor) -> torch.Tensor:
-    if _HAS_FP8 and q.dtype == torch.float8_e4m3fn:
-        return q.float()
-    b = q.view(torch.uint8).to(torch.int32)
-    e = (b >> 3) & 0xF
-    m = (b & 7).float()
-    mag = torch.where(e == 0, m * 2.0 ** -9, (1.0 + m / 8.0) * torch.pow(2.0, (e - 7).float()))
-    return torch.where((b & 0x80) != 0, -mag, mag)
+    """float8_e4m3fn (or its bytes as uint8) -> f32, exactly."""
+    return (q.view(torch.float8_e4m3fn) if q.dtype == torch.uint8 else q).float()
 
 
 def _expand(sf: torch.Tensor, bm: int, bn: int, rows: int, cols: int) -> torch.Tensor:

@@ -11,8 +11,10 @@ from .moe import _mask_by_tp
 
 def stable_topk(scores: torch.Tensor, num_topk: int) -> torch.Tensor:
     """Indices of the num_topk largest entries of each row in rank order: descending, ties to the
-    smaller index (a stable descending sort)."""
-    return torch.sort(scores, dim=-1, descending=True, stable=True).indices[..., :num_topk].contiguous()
+    smaller index (a stable descending sort). A fresh tensor with row-major strides, also for one
+    row (where .contiguous() would keep the sorted tensor's row stride)."""
+    idx = torch.sort(scores, dim=-1, descending=True, stable=True).indices[..., :num_topk]
+    return idx.clone(memory_format=torch.contiguous_format)
 
 
 def topk_gate(scores: torch.Tensor, num_topk: int) -> torch.Tensor:
