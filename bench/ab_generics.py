@@ -79,12 +79,13 @@ def sized_copy(nbytes):
 
 
 def cases(case, randn, PK):
-    """The cases of the latest run (session 17, seventh device call): the small transposes with
-    more resident blocks (Nsight Compute, call 6: the 4032 x 2048 f32 transpose's 64 x 64 tiles
-    held 5 blocks of 256 threads per SM, limited by 48 registers, 51 % achieved occupancy, against
-    torch.compile's 32 x 32 tiles of 128 threads at 85 %), each beside torch.compile of the
-    reference in the same process. Every output compared byte for byte within each run. The cases
-    of earlier calls are in this file's history; every run's log is in bench/results/."""
+    """The cases last measured (H200, 2026-12-01): the small transposes with more resident blocks
+    (Nsight Compute, `scripts/gpu_ncu.sh transpose_f32_small:...` on the same date: the 4032 x 2048
+    f32 transpose's 64 x 64 tiles held 5 blocks of 256 threads per SM, limited by 48 registers,
+    51 % achieved occupancy, against torch.compile's 32 x 32 tiles of 128 threads at 85 %), each
+    beside torch.compile of the reference in the same process. Every output compared byte for byte
+    within each run. The cases measured before are in this file's git history; what they found is
+    in docs/performance.md ("Tried and not kept", "History")."""
     T = tilec.transpose
     tr = torch.compile(lambda x: x.T.contiguous(), dynamic=False)
     btr = torch.compile(lambda x: x.transpose(1, 2).contiguous(), dynamic=False)

@@ -1,9 +1,10 @@
 /* test_mufu_h200.c — the MUFU tables built into the library against what an H200 produced:
- * the results printed in run 1's report (tests/gpu/numerics/data/h200_run1_report.txt), and
+ * the results printed in the report of the 2026-11-30 sweep
+ * (tests/gpu/numerics/data/h200_sweep_report.txt), and
  * every record of the samples file mufu_dump writes (mufu_samples.bin, when committed); the
  * predictions mufu_dump tests on the GPU (mufu_model.h) against numerics.c; and the packed
  * table installer's error messages.
- * Usage: test_numerics_mufu_h200 RUN1_REPORT [SAMPLES] */
+ * Usage: test_numerics_mufu_h200 SWEEP_REPORT [SAMPLES] */
 #include "numerics.h"
 #include "ref.h"
 #include "mufu_model.h"
@@ -30,14 +31,14 @@ static void build_grids(void)
     }
 }
 
-/* The report's lines that carry hardware results, and the columns run 1's numerics.c
+/* The report's lines that carry hardware results, and the columns the sweep's numerics.c
  * printed beside them (its ex2 table split negative inputs the two's complement way). */
 typedef struct ReportCounts { int ex2_special, separability, ex2_table, expf, rsqrt; } ReportCounts;
 
 static void check_report(const char *path, int *fail)
 {
-    Tally t = {"run 1 report: hardware results vs numerics.c with the built-in tables", 0, 0, {{0}}};
-    Tally old = {"run 1 report: its numerics.c columns vs the two's complement split", 0, 0, {{0}}};
+    Tally t = {"sweep report: hardware results vs numerics.c with the built-in tables", 0, 0, {{0}}};
+    Tally old = {"sweep report: its numerics.c columns vs the two's complement split", 0, 0, {{0}}};
     FILE *f = fopen(path, "r");
     if (!f) {
         printf("cannot open %s\n", path);
@@ -52,7 +53,7 @@ static void check_report(const char *path, int *fail)
         if ((p = strstr(line, "separability in=")) && sscanf(p, "separability in=%x %*s hw=%x predicted=%x", &x, &y, &z) == 3) {
             c.separability++;
             tally_hit(&t, tl_num_ex2_approx_ftz(x) == y, "ex2(%08x) = %08x, H200 %08x", x, tl_num_ex2_approx_ftz(x), y);
-            tally_hit(&old, mufu_pred_twos(x, g_P) == z, "two's complement ex2(%08x) = %08x, run 1 %08x", x,
+            tally_hit(&old, mufu_pred_twos(x, g_P) == z, "two's complement ex2(%08x) = %08x, sweep %08x", x,
                       mufu_pred_twos(x, g_P), z);
         } else if ((p = strstr(line, "ex2(")) && sscanf(p, "ex2(%x = %*s = %x", &x, &y) == 2) {
             c.ex2_special++;
@@ -60,7 +61,7 @@ static void check_report(const char *path, int *fail)
         } else if ((p = strstr(line, "in=")) && sscanf(p, "in=%x hw=%x numerics=%x", &x, &y, &z) == 3) {
             c.ex2_table++;
             tally_hit(&t, tl_num_ex2_approx_ftz(x) == y, "ex2(%08x) = %08x, H200 %08x", x, tl_num_ex2_approx_ftz(x), y);
-            tally_hit(&old, mufu_pred_twos(x, g_P) == z, "two's complement ex2(%08x) = %08x, run 1 %08x", x,
+            tally_hit(&old, mufu_pred_twos(x, g_P) == z, "two's complement ex2(%08x) = %08x, sweep %08x", x,
                       mufu_pred_twos(x, g_P), z);
         } else if ((p = strstr(line, "x=")) && sscanf(p, "x=%x %*s expf=%x", &x, &y) == 2) {
             c.expf++;
@@ -73,7 +74,7 @@ static void check_report(const char *path, int *fail)
         }
     }
     fclose(f);
-    /* what run 1 printed: 20 ex2 specials, 16 separability examples, 6 ex2 and 6 expf
+    /* what the sweep printed: 20 ex2 specials, 16 separability examples, 6 ex2 and 6 expf
      * mismatches of its model, 15 rsqrt specials */
     tally_hit(&t, c.ex2_special == 20 && c.separability == 16 && c.ex2_table == 6 && c.expf == 6 && c.rsqrt == 15,
               "parsed %d/%d/%d/%d/%d lines, expected 20/16/6/6/15", c.ex2_special, c.separability,
@@ -82,7 +83,7 @@ static void check_report(const char *path, int *fail)
     *fail |= tally_report(&old);
 }
 
-/* The built-in ex2 table re-encoded from the grid with the given cut: cut 1 is what run 1
+/* The built-in ex2 table re-encoded from the grid with the given cut: cut 1 is what the sweep
  * installed (negative inputs split the two's complement way), cut 3 the built-in rule. */
 static uint8_t *grid_table(unsigned cut, size_t *len)
 {
@@ -102,11 +103,11 @@ static bool install(const uint8_t *b, size_t n)
     return tl_num_mufu_install(b, n, err, sizeof err) == 0;
 }
 
-/* run 1's expf column: tl_num_expf with the cut-1 table must print what run 1's numerics.c
- * printed */
+/* the sweep's expf column: tl_num_expf with the cut-1 table must print what the sweep's
+ * numerics.c printed */
 static void check_report_expf_old(const char *path, const uint8_t *cut1, size_t n1, int *fail)
 {
-    Tally t = {"run 1 report: its tl_num_expf column vs numerics.c with a cut-1 ex2 table", 0, 0, {{0}}};
+    Tally t = {"sweep report: its tl_num_expf column vs numerics.c with a cut-1 ex2 table", 0, 0, {{0}}};
     tl_num_mufu_uninstall(3);   /* a kind 3 table would take over the negative inputs */
     tally_hit(&t, install(cut1, n1), "cut-1 table refused");
     tally_hit(&t, !tl_num_ex2_is_exact(), "a cut-1 table must not count as complete");
@@ -118,7 +119,7 @@ static void check_report_expf_old(const char *path, const uint8_t *cut1, size_t 
         char *p;
         if ((p = strstr(line, "x=")) && sscanf(p, "x=%x %*s expf=%*x tl_num_expf=%x", &x, &z) == 2) {
             seen++;
-            tally_hit(&t, tl_num_expf(x) == z, "expf(%08x) = %08x, run 1 %08x", x, tl_num_expf(x), z);
+            tally_hit(&t, tl_num_expf(x) == z, "expf(%08x) = %08x, sweep %08x", x, tl_num_expf(x), z);
         }
     }
     if (f)
@@ -127,7 +128,7 @@ static void check_report_expf_old(const char *path, const uint8_t *cut1, size_t 
     *fail |= tally_report(&t);
 }
 
-/* Run 1 counted the inputs where the hardware differed from its two's complement model. If
+/* The sweep counted the inputs where the hardware differed from its two's complement model. If
  * the hardware follows the built-in rule, those counts are the numbers of inputs where the
  * two rules differ, on the same input sets; they are reproduced exactly. */
 static uint64_t count_differ(bool expf, const uint32_t *in, size_t m, const uint8_t *a, size_t na,
@@ -149,16 +150,16 @@ static uint64_t count_differ(bool expf, const uint32_t *in, size_t m, const uint
     return differ;
 }
 
-static void check_run1_counts(const uint8_t *cut1, size_t n1, const uint8_t *cut3, size_t n3, int *fail)
+static void check_sweep_counts(const uint8_t *cut1, size_t n1, const uint8_t *cut3, size_t n3, int *fail)
 {
-    Tally t = {"run 1 mismatch counts reproduced by the built-in rule vs run 1's model", 0, 0, {{0}}};
+    Tally t = {"sweep mismatch counts reproduced by the built-in rule vs the sweep's model", 0, 0, {{0}}};
     /* the separability kernel: every r < 0 with |r| < 256 */
     uint64_t sep = 0;
     for (uint32_t m = 0; m < 0x43800000u; m++) {
         uint32_t rb = 0x80000000u | m;
         sep += mufu_pred_ones(rb, g_P) != mufu_pred_twos(rb, g_P);
     }
-    tally_hit(&t, sep == 245589737u, "separability, r < 0: %llu, run 1 245589737", (unsigned long long)sep);
+    tally_hit(&t, sep == 245589737u, "separability, r < 0: %llu, sweep 245589737", (unsigned long long)sep);
     /* the check of its numerics.c: every 61st r of the domain, [-26,-24], [1.99,2.01], the
      * 20 specials of its report */
     size_t cap = 40000000, m = 0;
@@ -176,7 +177,7 @@ static void check_run1_counts(const uint8_t *cut1, size_t n1, const uint8_t *cut
     for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++)
         in[m++] = sp[i];
     uint64_t d = count_differ(false, in, m, cut1, n1, cut3, n3);
-    tally_hit(&t, m == 38304332u && d == 5001255u, "ex2: %zu inputs, %llu differ; run 1 38304332, 5001255",
+    tally_hit(&t, m == 38304332u && d == 5001255u, "ex2: %zu inputs, %llu differ; sweep 38304332, 5001255",
               m, (unsigned long long)d);
     /* its expf check: every 61st |x| < 128, [-104,-87], [87,89], 8 specials */
     m = 0;
@@ -191,7 +192,7 @@ static void check_run1_counts(const uint8_t *cut1, size_t n1, const uint8_t *cut
     for (size_t i = 0; i < sizeof sp2 / sizeof sp2[0]; i++)
         in[m++] = sp2[i];
     d = count_differ(true, in, m, cut1, n1, cut3, n3);
-    tally_hit(&t, m == 39345246u && d == 775008u, "expf: %zu inputs, %llu differ; run 1 39345246, 775008",
+    tally_hit(&t, m == 39345246u && d == 775008u, "expf: %zu inputs, %llu differ; sweep 39345246, 775008",
               m, (unsigned long long)d);
     free(in);
     *fail |= tally_report(&t);
@@ -238,7 +239,7 @@ static void check_predictions(int *fail)
     printf("    (the two's complement split differs at %llu of %llu negative inputs)\n",
            (unsigned long long)differ, (unsigned long long)neg);
     if (differ == 0)
-        *fail = 1;   /* run 1 refuted it: the tables must not agree with it */
+        *fail = 1;   /* the sweep refuted it: the tables must not agree with it */
 }
 
 static uint32_t rd32(const uint8_t *p)
@@ -356,7 +357,7 @@ static void check_packed(int *fail)
 int main(int argc, char **argv)
 {
     if (argc < 2 || argc > 3) {
-        fprintf(stderr, "usage: %s RUN1_REPORT [SAMPLES]\n", argv[0]);
+        fprintf(stderr, "usage: %s SWEEP_REPORT [SAMPLES]\n", argv[0]);
         return 2;
     }
     int fail = 0;
@@ -384,9 +385,9 @@ int main(int argc, char **argv)
     uint8_t *cut1 = grid_table(1, &n1), *cut3 = grid_table(3, &n3);
     check_report_expf_old(argv[1], cut1, n1, &fail);
     if (!g_have_neg)
-        check_run1_counts(cut1, n1, cut3, n3, &fail);
+        check_sweep_counts(cut1, n1, cut3, n3, &fail);
     else   /* the counts test the one's complement rule, which a kind 3 table replaces */
-        printf("built-in kind 3 table: run 1's counts are not re-derived from the one's complement rule\n");
+        printf("built-in kind 3 table: the sweep's counts are not re-derived from the one's complement rule\n");
     free(cut1);
     free(cut3);
     printf("time %.1f s\n", now_seconds() - t0);

@@ -36,8 +36,8 @@ def cast_back(x, fmt: str, x_block_size: Tuple[int, int], x_special_fmt: Optiona
     tname = "e2m1" if q.dtype == torch.int8 else "e4m3"
     # bf16 output: runs of 8 elements, so that a warp's loads and 16-byte stores are both whole
     # lines; packed e2m1 also as persistent blocks with the next tile's load in flight (H200,
-    # 16384 x 7168: e4m3 89.9 -> 92.8 %, e2m1 64.9 -> 84.0 % of the copy ceiling; A/B run 1 of
-    # session 12). f32 output keeps the default runs of 16 (not measured).
+    # 16384 x 7168: e4m3 89.9 -> 92.8 %, e2m1 64.9 -> 84.0 % of the copy ceiling; 2026-11-30,
+    # bench/ab_generics.py). f32 output keeps the default runs of 16 (not measured).
     cfg = {}
     if oname == "bf16":
         cfg = dict(VEC=8, STAGES=2, WAVES=8) if tname == "e2m1" else dict(VEC=8)

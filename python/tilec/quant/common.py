@@ -424,27 +424,28 @@ def transpose_cast(x, npt, round_sf, without_transpose, clamp, swiglu, fn):
     sf = torch.empty((T // npt, HO), dtype=torch.float32, device=x.device)
     if T == 0 or HO == 0:
         return out, sf
-    # H200, 16384 rows, % of the copy ceiling (bench/results/2026-11-30/session11/): one scale
+    # H200, 16384 rows, % of the copy ceiling (2026-11-30, bench/ab_generics.py): one scale
     # per 128 rows without SwiGLU: 128 x 128 tiles, persistent blocks with 3 tiles in flight, 88.7
     # (81.9 one tile per block with blocks_per_sm(3)); with SwiGLU: 128 x 64 tiles, persistent
     # with 2 stages and 2 blocks per SM, 54.1 (53.5 one per block with blocks_per_sm(3), 45.8 with
     # 128 x 32 tiles; 56.7 before the kernel became a loop over tiles); one scale per 32
     # rows: persistent, 2 stages, 2 blocks per SM, 31.8 (22.3 one tile per block). Otherwise
-    # 128 x 64 one per block (32 columns measured slower). Session 13, with silu(): SwiGLU one tile
-    # per block with blocks_per_sm(3), 56.4 (persistent 53.9; 8192 x 2 x 2048: 48.9 against 47.2).
-    # Session 14, with bf16 widened by integer arithmetic and paired roundings: persistent again,
-    # 63.7 against 60.7 one tile per block (8192 x 2 x 2048: 55.9 against 51.3; call 7).
-    # Session 15: without SwiGLU, the persistent blocks' tiles in y-major order (down the rows, so
-    # the blocks at work together write whole rows of the transposed output): 91.9 against 88.3
-    # (8064 rows: 85.9 against 84.7; one scale per 32 rows 45.6 against 45.1); with SwiGLU 0.6-0.9
-    # points slower, not taken (call 3).
+    # 128 x 64 one per block (32 columns measured slower). With silu() (same date and command):
+    # SwiGLU one tile per block with blocks_per_sm(3), 56.4 (persistent 53.9; 8192 x 2 x 2048:
+    # 48.9 against 47.2). With bf16 widened by integer arithmetic and paired roundings (same date
+    # and command): persistent again, 63.7 against 60.7 one tile per block (8192 x 2 x 2048: 55.9
+    # against 51.3). 2026-12-01 (bench/ab_generics.py): without SwiGLU, the persistent blocks'
+    # tiles in y-major order (down the rows, so the blocks at work together write whole rows of
+    # the transposed output): 91.9 against 88.3 (8064 rows: 85.9 against 84.7; one scale per 32
+    # rows 45.6 against 45.1); with SwiGLU 0.6-0.9 points slower, not taken.
     # SwiGLU untransposed with one scale per 128 rows: persistent with the table 80.6 against 37.4
-    # one tile per block (65.5 persistent without it; call 15).
-    # Session 16: with one scale per 32 rows each thread holds runs of 8 rows (the kernel's
-    # row_run), which leaves 74 registers instead of 93: 3 persistent blocks per SM of 128 x 64
-    # tiles, 86.4 against 77.5 with 2 (8064 rows: 82.1 against 74.2; 49.7 / 51.7 before the runs;
-    # call 1); 128 x 128 tiles as for one scale per 128 rows 89.1 against 87.7 (8064 rows: 83.5
-    # against 82.4; call 2).
+    # one tile per block (65.5 persistent without it; 2026-12-01, bench/ab_generics.py).
+    # With one scale per 32 rows each thread holds runs of 8 rows (the kernel's row_run), which
+    # leaves 74 registers instead of 93: 3 persistent blocks per SM of 128 x 64 tiles, 86.4
+    # against 77.5 with 2 (8064 rows: 82.1 against 74.2; 49.7 / 51.7 before the runs); 128 x 128
+    # tiles as for one scale per 128 rows 89.1 against 87.7 (8064 rows: 83.5 against 82.4)
+    # (2026-12-01, bench/ab_generics.py, against the kernels before the runs: OLD=1
+    # scripts/gpu_ab.sh).
     cfg = dict(BK=64)
     if not swiglu and HO % 128 == 0:
         cfg = dict(BK=128, STAGES=3, WAVES=1, YMAJOR=not without_transpose)
@@ -454,9 +455,9 @@ def transpose_cast(x, npt, round_sf, without_transpose, clamp, swiglu, fn):
     # SwiGLU in persistent blocks: the SiLU of the gate half looked up in a table of its values in
     # shared memory (loaded once per block), when the clamped gate is still a bf16 value: 77.5
     # against 64.4 % of the copy ceiling at 16384 x 2 x 3584, 64.2 against 56.3 at 8192 x 2 x 2048
-    # (H200, session 15 call 13); one scale per 32 rows untransposed 49.4 against 47.9 (call 9);
-    # transposed with one scale per 32 rows 39.0 against 46.1 (call 15), but with the runs of 8
-    # rows 78.2 against 66.0 (8064 rows: 71.5 against 61.4; session 16 call 1). Every SwiGLU
+    # (H200, 2026-12-01, bench/ab_generics.py); one scale per 32 rows untransposed 49.4 against
+    # 47.9; transposed with one scale per 32 rows 39.0 against 46.1, but with the runs of 8 rows
+    # 78.2 against 66.0 (8064 rows: 71.5 against 61.4; same date and command). Every SwiGLU
     # configuration above is persistent, which the table (loaded once per block) needs.
     lut = None
     if USE_SILU_LUT and swiglu and (clamp is None or is_bf16_value(float(clamp))):

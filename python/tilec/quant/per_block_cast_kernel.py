@@ -29,8 +29,8 @@ def _check(x, fmt, block_size, col, rnd, packed, fn):
 
 def _launch(x, fmt, H, bm, bn, rnd, out_arg, sf_arg, sfp_arg, psf):
     # Persistent blocks walking the tiles with their loads in flight ahead (STAGES), as measured
-    # fastest on an H200 at 16384 x 7168 (bench/results/2026-11-30/session11/ab_run4.log, % of
-    # the copy ceiling): bf16 -> e4m3 128 x 128 90.3 (3 stages, 1 block per SM, 16-element runs;
+    # fastest on an H200 at 16384 x 7168 (2026-11-30, bench/ab_generics.py, % of the copy
+    # ceiling): bf16 -> e4m3 128 x 128 90.3 (3 stages, 1 block per SM, 16-element runs;
     # 83.5 one tile per block), f32 -> e4m3 128 x 128 93.9, 32 x 32 94.7, -> e2m1 128 x 128 64.1
     # (47.7), e2m1 32 x 32 66.4 (43.3). The other block shapes take the configuration of their
     # block height.

@@ -49,7 +49,7 @@ def per_block_cast_lossless(x, fmt: str, x_block_size: Tuple[int, int], out_bloc
     # 128 x 128 output blocks: 512 threads, 4 blocks per SM, each reading its tile after working
     # out the scales (32 registers) measured 60.7 % of the copy ceiling, against 52.1 % for 256
     # threads with 3 blocks per SM and 38.4 % for neither (H200, 16384 x 7168, (1, 32) ->
-    # (128, 128); session 12, A/B run 4)
+    # (128, 128); 2026-11-30, bench/ab_generics.py)
     cfg = dict(LATE=True, NTH=512, BPS=4) if obm == 128 and obn == 128 else {}
     k = kernel("per_block_cast_lossless", q, H=H, IBM=ibm, IBN=ibn, OBM=obm, OBN=obn, **cfg, has_isf=isf is not None,
                has_isfp=isfp is not None, has_sf=sf_arg is not None, has_sfp=sfp_arg is not None)

@@ -104,12 +104,12 @@ def _launch(fn, tname, fmt, T, H, n, rnd, xt, xarg, out_arg, sf_arg, sfp_arg, ps
     tile = _tile(H, n, "e2m1" in (fmt, tname))
     if fmt == "e2m1" and tname == "bf16" and rnd and psf is None and n != H and H % 512 == 0:
         # the kernel's f16x2 encoder (HALF_ENC) with 8 x 512 tiles: 91.5 % of the copy ceiling
-        # against 90.0 % for 4 x 1024 (H200, 16384 x 7168, G = 32; session 12, A/B run 2)
+        # against 90.0 % for 4 x 1024 (H200, 16384 x 7168, G = 32; 2026-11-30, bench/ab_generics.py)
         tile = dict(tile, BK=512, BM=8)
     # e4m3 output: blocks along the rows (XMAJOR), so that those resident together read and write
     # whole rows: 97.9 against 93.5 % of the copy ceiling at 16384 x 7168, 92.4 against 88.9 at
     # 8001 x 7168, 128 x 128-scaled FP8 input 83.1 against 78.1, the same at 8001 x 4096 and
-    # 4001 rows; e2m1 output 1 point slower, not taken (H200, session 15 calls 5, 6)
+    # 4001 rows; e2m1 output 1 point slower, not taken (H200, 2026-12-01, bench/ab_generics.py)
     k = kernel("per_token_cast", xt, T=tname, O=fmt, H=H, G=n, ROUND=rnd, XA=_xa(tname, xt), IBM=ibm, IBN=ibn,
                **tile, BPS=bps, XMAJOR=fmt == "e4m3",
                has_out=out_arg is not None, has_sf=sf_arg is not None, has_sfp=sfp_arg is not None,

@@ -28,7 +28,7 @@ def per_token_cast_to_e5m6(x: torch.Tensor, num_per_channels: int, use_tma_align
     tile = dict(GW=4, NTH=H // 32, BK=H, BM=1) if H % 1024 == 0 and H <= 32768 else dict(GW=1)
     # H = 7168 (224 threads): 5 blocks per SM (55 registers, no spill) measured 90.0 % of the copy
     # ceiling, against 85.4 % for 4 (69 registers) and 74.1 % for 3 (H200, 16384 x 7168;
-    # session 12, A/B run 9)
+    # 2026-11-30, bench/ab_generics.py)
     tile["BPS"] = 5 if H == 7168 else 0
     gw = tile["GW"]
     xarg = _runtime.Arg(x.data_ptr(), FLOAT_IN[x.dtype], (T, H // (8 * gw), 8 * gw), (x.stride(0), 8 * gw, 1), x)

@@ -59,10 +59,10 @@ def swiglu_backward_and_per_token_cast(x, grad_out: torch.Tensor, weight: torch.
         return out, (gq, gsf), xg, wg
     # Groups of n < hh: tiles of 1024 elements (2 x 512, runs of 8) on 128 threads, 8 blocks per
     # SM (64 registers): 66.0 % of the copy ceiling against 45.1 % for 4 x 512 tiles with runs of
-    # 16 (117 registers, 4 blocks per SM), 60.4 against 44.0 % at 4096 x 2 x 2048 (H200, session 12,
-    # A/B run 13). One group per row keeps the whole-row tiles of up to 2048 elements. Session 14
-    # (call 7): 9 blocks per SM (56 registers) measured 74.4 against 72.8 % with 8 (69.3 against
-    # 68.6 at 4096 x 2 x 2048); 7 and 10 slower.
+    # 16 (117 registers, 4 blocks per SM), 60.4 against 44.0 % at 4096 x 2 x 2048 (H200, 2026-11-30,
+    # bench/ab_generics.py). One group per row keeps the whole-row tiles of up to 2048 elements.
+    # With the compiler's bf16 peepholes (same date and command): 9 blocks per SM (56 registers)
+    # measured 74.4 against 72.8 % with 8 (69.3 against 68.6 at 4096 x 2 x 2048); 7 and 10 slower.
     bk = row_tile(hh, n, 512)
     small = n != hh
     bm, vec = tile_shape(bk, nthreads=128, max_elems=1024 if small else 2048, vecs=(16, 8, 4, 2, 1))

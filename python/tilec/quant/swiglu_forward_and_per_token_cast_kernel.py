@@ -65,20 +65,20 @@ def swiglu_forward_and_per_token_cast(x: torch.Tensor, fmt: str, num_per_channel
     # 128 threads with 16-element runs: 16-byte stores of the e4m3 data, and 64-80 KB of loads in
     # flight per SM (256 threads with 8-element runs: 32-64 KB; 52 registers in the MoE variant)
     # rows of up to 2048 columns per tile: at 8192 x 2 x 2048 one row of 2048 measured 78.6 % of
-    # the copy ceiling against 74.8 % for two rows of 1024 (H200, session 14 call 10); 3584 and
-    # 7168 keep 512 and 1024
+    # the copy ceiling against 74.8 % for two rows of 1024 (H200, 2026-11-30,
+    # bench/ab_generics.py); 3584 and 7168 keep 512 and 1024
     bk = row_tile(hh, n, 2048)
     bm, vec = tile_shape(bk, nthreads=128, max_elems=8192, vecs=(16, 8, 4, 2, 1))
     # 16 elements per thread: 10 blocks per SM, which caps registers at 48 so that ptxas does not
     # interleave all 16 SiLUs (80 registers): 84.7 -> 89.6 % of the copy ceiling at 16384 x 2 x 3584,
-    # 72.5 -> 75.1 % at 8192 x 2 x 2048 (H200, session 13 call 11). Counting spills at 48: 9 blocks
-    # (56 registers) there.
+    # 72.5 -> 75.1 % at 8192 x 2 x 2048 (H200, 2026-11-30, bench/ab_generics.py). Counting spills
+    # at 48: 9 blocks (56 registers) there.
     bps = (9 if clamped_count is not None else 10) if bm * bk == 16 * 128 else 0
     cmin = 1e-4 if sf_clamp_min is None else float(sf_clamp_min)
     # the scales' division by 448 as a corrected product (dsl/quant.tl: div_by_format_max, the IEEE
     # bits wherever the quotient is a normal number, amax >= 448 * 2^-126): 93.0 against 90.6 % of
-    # the copy ceiling at 16384 x 2 x 3584 (H200, session 15 call 17); a smaller sf_clamp_min (or
-    # 0) keeps the IEEE division
+    # the copy ceiling at 16384 x 2 x 3584 (H200, 2026-12-01, OLD=1 scripts/gpu_ab.sh); a smaller
+    # sf_clamp_min (or 0) keeps the IEEE division
     fast = f32(cmin) >= 448 * 2.0 ** -126
     k = kernel("swiglu_per_token_cast", x, T=FLOAT_IN[x.dtype], HH=hh, G=n, ROUND=round_sf,
                CLAMP=swiglu_clamp_value is not None, COUNT=clamped_count is not None, BK=bk, BM=bm, VEC=vec, NTH=128,

@@ -25,12 +25,13 @@ def _tile(es, B, M, N):
     it); only a matrix smaller than the tile gets a smaller one. A batch of fewer than 1024 such
     tiles (under two waves of resident blocks) gets smaller tiles: bf16 and bytes half the size
     each way (4032 x 2048 bf16 67.5 against 64.1 % of the copy ceiling, 8064 x 4096 e4m3 75.6
-    against 72.6; session 15 call 4; halved tiles lost 1-7 points at the larger shapes); f32 (with
-    full-width columns) the columns halved first, then the rows, until there are 2000 tiles
-    (4032 x 2048: 64 x 64, 19.7-20.3 us against 20.2-20.4 for 32 x 64; 4032 x 1024 stays 32 x 64,
-    64 x 64 measured 11.9 against 11.4 us; session 17 calls 3-4). Batches of more than one matrix
-    of bf16 in 128 x 128 tiles take 512 threads: 8 x 4032 x 7168 226.0 against 227.4 us, 32 x 4032
-    x 2048 256.3 against 258.1; single matrices measured 0.1-1 % slower with them (call 4)."""
+    against 72.6; halved tiles lost 1-7 points at the larger shapes); f32 (with full-width
+    columns) the columns halved first, then the rows, until there are 2000 tiles (4032 x 2048:
+    64 x 64, 19.7-20.3 us against 20.2-20.4 for 32 x 64; 4032 x 1024 stays 32 x 64, 64 x 64
+    measured 11.9 against 11.4 us). Batches of more than one matrix of bf16 in 128 x 128 tiles
+    take 512 threads: 8 x 4032 x 7168 226.0 against 227.4 us, 32 x 4032 x 2048 256.3 against
+    258.1; single matrices measured 0.1-1 % slower with them. (H200, 2026-12-01,
+    bench/ab_generics.py.)"""
     bx = {1: 256, 2: 128, 4: 64}[es]
     by = {1: 256, 2: 128, 4: 128}[es]
     while bx > 64 and bx > M:

@@ -7,11 +7,12 @@
  *
  * Build: tests/gpu/numerics/build.sh OUT (nvcc, -arch=sm_90a; see README.md).
  * Run:   mufu_dump [--full] [--sampled] OUTDIR
- *   default    what run 2 needs, about 30-60 s on an H200 host (16 cores), most of it host
- *              time checking numerics.c on every input: the cut toward zero to 23 bits
- *              (one cut), separability for r >= 0, the r < 0 hypotheses, the ex2 tables,
- *              tl_num_ex2_approx_ftz on every |r| < 256, tl_num_expf on every f32, samples.
- *   --full     also what run 1 settled: the sweep over cuts and widths, the per-segment fits,
+ *   default    the check of the one's complement rule, about 30-60 s on an H200 host (16
+ *              cores), most of it host time checking numerics.c on every input: the cut
+ *              toward zero to 23 bits (one cut), separability for r >= 0, the r < 0
+ *              hypotheses, the ex2 tables, tl_num_ex2_approx_ftz on every |r| < 256,
+ *              tl_num_expf on every f32, samples.
+ *   --full     also what the sweep settled: the sweep over cuts and widths, the per-segment fits,
  *              the spec §0.3 sequence against expf() on every |x| < 128, and the rsqrt
  *              hypotheses and table (mufu_rsqrt.bin).
  *   --sampled  check numerics.c on every 61st input (plus the dense ranges) instead of all.
@@ -30,11 +31,12 @@
  * The ex2 checks cover every f32 r with |r| < 256 (2.26e9 inputs), which holds all of that
  * with margin and also the flush-to-zero and overflow edges.
  *
- * What run 1 found (tests/gpu/numerics/data/h200_run1_report.txt): the result depends only on
- * |r| cut toward zero to 23 fraction bits; for r >= 0 it is 2^n * ex2(f) (|r| = n + f); for
- * r < 0 the two's complement split 2^-(n+1) * ex2(1 - f) is wrong for most inputs. Run 2 tests
- * sign-magnitude (2^-n * ex2(-f), measured directly) and the one's complement split
- * (2^-(n+1) * ex2(1 - f - 2^-23)), which every r < 0 example of run 1 follows. */
+ * What the sweep on an H200 found (2026-11-30, tests/gpu/numerics/data/h200_sweep_report.txt):
+ * the result depends only on |r| cut toward zero to 23 fraction bits; for r >= 0 it is
+ * 2^n * ex2(f) (|r| = n + f); for r < 0 the two's complement split 2^-(n+1) * ex2(1 - f) is
+ * wrong for most inputs. The default mode tests sign-magnitude (2^-n * ex2(-f), measured
+ * directly) and the one's complement split (2^-(n+1) * ex2(1 - f - 2^-23)), which every r < 0
+ * example of the sweep follows. */
 #include "numerics.h"
 #include "mufu_model.h"
 
@@ -235,7 +237,7 @@ __global__ void k_ex2_hyp(const uint32_t *P, const uint32_t *M, unsigned long lo
                           unsigned long long *hist, Example *ex, unsigned *nex)
 {
     /* hist takes global atomics: mismatches are rare unless a hypothesis fails, and even
-     * run 1's 2.5e8 cost well under a second; no shared memory keeps the CPU stand-in exact */
+     * the sweep's 2.5e8 cost well under a second; no shared memory keeps the CPU stand-in exact */
     uint32_t c[HYP_COUNT] = {0, 0, 0, 0};
     uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t u = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; u < EX2_DOMAIN; u += stride) {
@@ -809,7 +811,7 @@ static int do_ex2(const std::string &outdir, bool full, bool sampled)
     verdict(hyp[HYP_POS] == 0, "%s: %llu mismatches", HYP_TEXT[HYP_POS], hyp[HYP_POS]);
     verdict(hyp[HYP_SIGNMAG] == 0, "%s: %llu mismatches", HYP_TEXT[HYP_SIGNMAG], hyp[HYP_SIGNMAG]);
     verdict(hyp[HYP_ONES] == 0, "%s: %llu mismatches", HYP_TEXT[HYP_ONES], hyp[HYP_ONES]);
-    verdict(hyp[HYP_TWOS] == 0, "%s: %llu mismatches (refuted by run 1; for the record)",
+    verdict(hyp[HYP_TWOS] == 0, "%s: %llu mismatches (refuted by the sweep; for the record)",
             HYP_TEXT[HYP_TWOS], hyp[HYP_TWOS]);
     fail |= hyp[HYP_POS] != 0 || (hyp[HYP_SIGNMAG] != 0 && hyp[HYP_ONES] != 0);
 
@@ -952,16 +954,16 @@ static void sort_unique(std::vector<uint32_t> &v)
     v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
-/* inputs run 1 reported (mismatches of its model, and the ex2 results it printed) */
-static const uint32_t RUN1_EX2[] = {0xB40784E0u, 0xB4000032u, 0xB400006Fu, 0xB65C7F7Au, 0xB65C7FB7u,
-                                    0xBF10D1CBu, 0xBF10D208u, 0x42FFFFFFu, 0xB3800000u};
-static const uint32_t RUN1_EXPF[] = {0xB3B17240u, 0xB3B1727Du, 0xC28C0407u, 0xC2AEAC6Eu,
-                                     0xC2AEAC51u, 0xC2AEAC54u};
+/* inputs the sweep reported (mismatches of its model, and the ex2 results it printed) */
+static const uint32_t SWEEP_EX2[] = {0xB40784E0u, 0xB4000032u, 0xB400006Fu, 0xB65C7F7Au, 0xB65C7FB7u,
+                                     0xBF10D1CBu, 0xBF10D208u, 0x42FFFFFFu, 0xB3800000u};
+static const uint32_t SWEEP_EXPF[] = {0xB3B17240u, 0xB3B1727Du, 0xC28C0407u, 0xC2AEAC6Eu,
+                                      0xC2AEAC51u, 0xC2AEAC54u};
 
 static int do_samples(const std::string &outdir)
 {
     say("\n== samples (mufu_samples.bin) ==\n");
-    for (uint32_t x : RUN1_EX2)
+    for (uint32_t x : SWEEP_EX2)
         sample_around(g_smp_ex2, x, 64);
     for (int i = 0; i < 16384; i++)
         g_smp_ex2.push_back(rng_float(-130.0, 0.0));
@@ -969,7 +971,7 @@ static int do_samples(const std::string &outdir)
         g_smp_ex2.push_back(rng_float(0.0, 128.0));
     for (int i = 0; i < 4096; i++)   /* any pattern of the negative half of the domain */
         g_smp_ex2.push_back(ex2_dom(EX2_HALF + rng_next() % EX2_HALF));
-    for (uint32_t x : RUN1_EXPF)
+    for (uint32_t x : SWEEP_EXPF)
         sample_around(g_smp_expf, x, 128);
     for (int i = 0; i < 32768; i++)
         g_smp_expf.push_back(rng_float(-104.0, 89.0));
@@ -1199,7 +1201,7 @@ int main(int argc, char **argv)
                 "the unit");
         fail |= r;
     } else {
-        say("\n== rsqrt ==\n  settled by run 1 (table exact); only samples are recorded (--full reruns it)\n");
+        say("\n== rsqrt ==\n  settled by the sweep (table exact); only samples are recorded (--full reruns it)\n");
     }
     fail |= do_samples(outdir);
     say("\n== summary ==\n");

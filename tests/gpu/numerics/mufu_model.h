@@ -12,8 +12,8 @@
 #define MUFU_HD static inline
 #endif
 
-/* The fraction grid: ex2 reads |r| cut toward zero to 23 fraction bits (run 1: 0 mismatches
- * over every |r| < 256). */
+/* The fraction grid: ex2 reads |r| cut toward zero to 23 fraction bits (the H200 sweep: 0
+ * mismatches over every |r| < 256). */
 enum { MUFU_FBITS = 23 };
 #define MUFU_FMASK ((1u << MUFU_FBITS) - 1)
 
@@ -76,7 +76,7 @@ MUFU_HD uint32_t mufu_pred_ones(uint32_t rb, const uint32_t *P)
     return mufu_scale(P[MUFU_FMASK - s.f], -(int)s.n - 1);
 }
 
-/* r < 0, two's complement (floor split, what run 1 refuted): 2^-(n+1) * P[2^23 - f] */
+/* r < 0, two's complement (floor split, what the H200 sweep refuted): 2^-(n+1) * P[2^23 - f] */
 MUFU_HD uint32_t mufu_pred_twos(uint32_t rb, const uint32_t *P)
 {
     MufuSplit s = mufu_split(rb);
