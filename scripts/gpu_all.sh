@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Everything the H200 checks, in two parts that each fit one device call (run from the repository
-# root with the install tree ./dist carried along):
+# The GPU tests and benchmarks of tilec. Runs from the repository root on a machine with an NVIDIA
+# GPU (the recorded figures are from an H200) and needs there: the install tree ./dist
+# (cmake --install build --prefix dist), torch with CUDA, pytest, and compute-sanitizer on PATH.
+# Parts:
 #   scripts/gpu_all.sh tests   the GPU test files in four parallel pytest processes (the JIT is
 #                              CPU-bound; they share the disk cache), the emulator-vs-GPU
 #                              comparison, compute-sanitizer memcheck on small subsets
 #   scripts/gpu_all.sh bench   launch overhead, bandwidth benchmarks of every family (against the
 #                              copy ceiling and torch.compile), JIT compile latency
 #   scripts/gpu_all.sh numerics  the MUFU measurements (needs build-gpu/ from
-#                              tests/gpu/numerics/build.sh build-gpu, carried along)
-# Both parts in one call: scripts/gpu_all.sh tests bench. Logs (as logs.tgz), the benchmark JSON
-# and summary.txt go to $OUT. Each step has a time limit so that one slow step cannot take the
-# whole call.
+#                              tests/gpu/numerics/build.sh build-gpu, which needs nvcc)
+# Both parts: scripts/gpu_all.sh tests bench (about 4.5 minutes on an H200 host). Logs (as logs.tgz),
+# the benchmark JSON and summary.txt go to $OUT (default /tmp/out). Each step has a time limit so
+# that one slow step cannot take the whole run.
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -96,6 +98,6 @@ for part in "${@:-tests}"; do
     *) echo "usage: scripts/gpu_all.sh tests|bench|numerics ..." >&2; exit 2 ;;
   esac
 done
-# the device tool brings back a few files: logs and dumps travel as one archive
+# logs and dumps go into one archive, beside summary.txt and the benchmark JSON
 ( cd "$OUT" && tar czf logs.tgz --remove-files $(ls | grep -vE '^(summary.txt|logs.tgz|.*\.json)$') )
 cat "$OUT/summary.txt"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The MoE family on the H200 (run by the device tool from the repository root, with the install
-# tree ./dist carried along: `cmake --install build --prefix dist`): the GPU tests over the spec's
-# grids, compute-sanitizer memcheck on the *small* tests, and bench/bench_moe.py. Logs and the
-# benchmark JSON go to $OUT. Usage: scripts/gpu_moe.sh [quick]  (quick: a shorter benchmark)
+# The MoE family on a machine with an NVIDIA GPU: the GPU tests over the spec's grids,
+# compute-sanitizer memcheck on the *small* tests, and bench/bench_moe.py. Runs from the repository
+# root and needs there the install tree ./dist (`cmake --install build --prefix dist`), torch with
+# CUDA, pytest and compute-sanitizer on PATH. Logs and the benchmark JSON go to $OUT (default
+# /tmp/out). Usage: scripts/gpu_moe.sh [quick]  (quick: a shorter benchmark)
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"

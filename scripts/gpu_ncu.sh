@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# One device call of Nsight Compute profiles: for each "WHAT:KERNEL_REGEX" argument, the last
-# launch of the kernel in bench/profile_one.py WHAT (SpeedOfLight, Occupancy, LaunchStats,
-# WarpStateStats, ComputeWorkloadAnalysis, and the warp stall reasons and pipe utilisations as
-# metrics), as CSV in $OUT/ncu_WHAT_KERNEL$NCU_TAG.csv, and a one-line summary per metric. PROFILE_GENERICS
-# (see bench/profile_one.py) profiles a variant; NCU_TAG names its files apart.
+# Nsight Compute profiles: for each "WHAT:KERNEL_REGEX" argument, the last launch of the kernel
+# in bench/profile_one.py WHAT (SpeedOfLight, Occupancy, LaunchStats, WarpStateStats,
+# ComputeWorkloadAnalysis, and the warp stall reasons and pipe utilisations as metrics), as CSV in
+# $OUT/ncu_WHAT_KERNEL$NCU_TAG.csv (default OUT /tmp/out), and a one-line summary per metric.
+# PROFILE_GENERICS (see bench/profile_one.py) profiles a variant; NCU_TAG names its files apart.
+# Needs a machine with an NVIDIA GPU, /usr/local/cuda/bin/ncu (permission to read the GPU's
+# performance counters), torch with CUDA and the install tree ./dist (or TILEC_DIST, PYTHONPATH).
+# ncu locks the clocks, so its durations are longer than the benchmarks'.
+# Usage: bash scripts/gpu_ncu.sh swiglu_backward:swiglu_backward [WHAT:KERNEL_REGEX ...]
 set -u
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
 export TILEC_DIST=${TILEC_DIST:-$PWD/dist} PYTHONPATH=${PYTHONPATH:-$PWD/dist/python} TILEC_CACHE_DIR=/tmp/tilec-cache PYTHONUNBUFFERED=1
 STALLS=$(printf 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio,' long_scoreboard short_scoreboard \
   math_pipe_throttle mio_throttle lg_throttle wait not_selected selected barrier dispatch_stall no_instruction \

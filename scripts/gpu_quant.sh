@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The quantisation and transpose families on the H200 (run by the device tool from the
-# repository root with the install tree ./dist carried along): the GPU tests, compute-sanitizer
-# memcheck over a small subset, and the bandwidth benchmark. Logs and bench JSON go to $OUT.
+# The quantisation and transpose families on a machine with an NVIDIA GPU: the GPU tests,
+# compute-sanitizer memcheck over a small subset, and the bandwidth benchmark. Runs from the
+# repository root and needs there the install tree ./dist (`cmake --install build --prefix dist`),
+# torch with CUDA, pytest and compute-sanitizer on PATH. Logs and bench JSON go to $OUT (default
+# /tmp/out).
 # Usage: scripts/gpu_quant.sh [quick]   (quick: tests only, no memcheck/benchmark)
 set -u
 OUT=${OUT:-/tmp/out}

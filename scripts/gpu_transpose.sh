@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# One GPU session on the H200 (run by the device tool from the repository root, with the install
-# tree ./dist carried along): correctness tests, compute-sanitizer on a subset, launch overhead
-# and bandwidth benchmarks. Logs go to $OUT. Usage: scripts/gpu_session.sh [quick]
+# The transposes and the per-token FP8 cast on a machine with an NVIDIA GPU: their GPU tests,
+# compute-sanitizer on a subset, launch overhead (bench/launch_overhead.py) and bench/bench_gpu.py;
+# with NUMERICS=1 also the numerics cross-check and mufu_dump of tests/gpu/numerics (built here
+# with nvcc). Runs from the repository root and needs there the install tree ./dist
+# (`cmake --install build --prefix dist`), torch with CUDA, pytest and compute-sanitizer on PATH.
+# Logs go to $OUT (default /tmp/out). Usage: scripts/gpu_transpose.sh [quick]
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
