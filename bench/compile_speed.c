@@ -4,6 +4,7 @@
  * (--ptx-only skips ptxas: the sanitizer build uses it to check that compiling the whole library
  * leaks nothing) */
 #include "compile.h"
+#include "cuda_tools.h"
 #include "driver.h"
 
 #include <stdio.h>
@@ -32,7 +33,9 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *file = argv[1];
-    int sm = argc > 2 ? driver_parse_arch(argv[2]) : 90;
+    int sm = argc > 2 ? driver_arch(argv[2]) : 90;
+    if (!sm)
+        return 2;
     int reps = argc > 3 ? atoi(argv[3]) : 1;
     bool ptx_only = argc > 4 && !strcmp(argv[4], "--ptx-only");
     /* the list of specialisations */
@@ -46,18 +49,17 @@ int main(int argc, char **argv)
     Spec *specs = malloc(sizeof(Spec) * 8192);
     int nspec = 0;
     GenericArgs *tmp = malloc(sizeof(GenericArgs) * TL_MAX_SPECIALIZATIONS);
-    for (int m = 0; m < c.nmodules; m++)
-        for (int i = 0; i < c.modules[m]->nitems; i++) {
-            Item *it = c.modules[m]->items[i];
-            if (it->kind != IT_SPECIALIZE)
-                continue;
-            Item *k;
-            int n = sema_expand_specialize(&c, it, &k, tmp, TL_MAX_SPECIALIZATIONS);
-            for (int s = 0; s < n && nspec < 8192; s++) {
-                snprintf(specs[nspec].name, sizeof specs[nspec].name, "%s", k->name.s);
-                specs[nspec++].args = tmp[s];
-            }
+    for (int i = 0; i < c.nitems; i++) {
+        Item *it = c.items[i];
+        if (it->kind != IT_SPECIALIZE)
+            continue;
+        Item *k;
+        int n = sema_expand_specialize(&c, it, &k, tmp, TL_MAX_SPECIALIZATIONS);
+        for (int s = 0; s < n && nspec < 8192; s++) {
+            snprintf(specs[nspec].name, sizeof specs[nspec].name, "%s", k->name.s);
+            specs[nspec++].args = tmp[s];
         }
+    }
     free(tmp);
     comp_free(&c);
     double *ptx_ms = malloc(sizeof(double) * (size_t)nspec * (size_t)reps);
@@ -86,7 +88,7 @@ int main(int argc, char **argv)
             if (!ptx_only) {
                 char *cubin;
                 size_t cn;
-                if (!run_ptxas(&cc.diag, res.text, res.size, sm, 3, false, &cubin, &cn, NULL)) {
+                if (!tool_ptxas(&cc.diag, res.text, res.size, sm, 3, false, &cubin, &cn, NULL)) {
                     fputs(cc.diag.out.data ? cc.diag.out.data : "", stderr);
                     return 1;
                 }

@@ -2,7 +2,7 @@
 #include "tilec/compiler.h"
 
 #include "compile.h"
-#include "driver.h"
+#include "tilec_version.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -47,16 +47,10 @@ static tilec_status finish_program(tilec_program *p, bool loaded)
         h = tl_hash_bytes(c->defines[i].value, strlen(c->defines[i].value), h);
     }
     p->hash = h;
-    for (int m = 0; m < c->nmodules; m++)
-        for (int i = 0; i < c->modules[m]->nitems; i++)
-            if (c->modules[m]->items[i]->kind == IT_KERNEL)
-                p->nkernels++;
-    p->kernel_names = tl_xcalloc((size_t)p->nkernels + 1, sizeof(char *));
-    int n = 0;
-    for (int m = 0; m < c->nmodules; m++)
-        for (int i = 0; i < c->modules[m]->nitems; i++)
-            if (c->modules[m]->items[i]->kind == IT_KERNEL)
-                p->kernel_names[n++] = (char *)c->modules[m]->items[i]->name.s;
+    p->kernel_names = tl_xcalloc((size_t)c->nitems + 1, sizeof(char *));
+    for (int i = 0; i < c->nitems; i++)
+        if (c->items[i]->kind == IT_KERNEL)
+            p->kernel_names[p->nkernels++] = (char *)c->items[i]->name.s;
     if (c->diag.ice)
         return TILEC_ERROR_INTERNAL;
     return ok && !diag_has_errors(&c->diag) ? TILEC_OK : TILEC_ERROR_COMPILE;

@@ -1,4 +1,4 @@
-/* compile.h — one specialisation from checked source to PTX, and the ptxas / fatbinary steps. */
+/* compile.h — one specialisation from checked source to TIR, LLVM IR, PTX or a host object. */
 #ifndef TILEC_COMPILE_H
 #define TILEC_COMPILE_H
 
@@ -27,18 +27,5 @@ typedef struct CompileResult {
 /* Runs sema for the specialisation, lowering, the passes and codegen. */
 bool compile_specialization(Compilation *c, const CompileRequest *rq, CompileResult *out);
 void compile_result_free(CompileResult *r);
-
-/* ptxas: PTX text -> cubin bytes. info (optional) receives ptxas -v output. */
-bool run_ptxas(DiagEngine *d, const char *ptx, size_t n, int sm, int opt_level, bool relocatable, char **cubin, size_t *cubin_size,
-               StrBuf *info);
-/* The path of a CUDA toolkit program: under $TILEC_CUDA_HOME/bin when that is set, else under
- * $CUDA_HOME/bin or /usr/local/cuda/bin. False if it is not there (or path is too small). */
-bool cuda_tool(const char *name, char *path, size_t size);
-void cuda_tool_places(StrBuf *out);      /* where cuda_tool looks, for messages */
-/* A new private directory $TMPDIR/tilec-WHAT-XXXXXX (TMPDIR unset or empty: /tmp), malloc'd;
- * NULL with errno set if it cannot be made. */
-char *temp_dir_create(const char *what);
-const char *temp_dir_base(void);
-int driver_parse_arch(const char *arch);  /* "sm_90a" -> 90, "sm_100a" -> 100, else 0 */
 
 #endif

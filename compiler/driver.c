@@ -1,15 +1,14 @@
-/* driver.c — the pipeline in one place:
+/* driver.c — the tilec commands check, list and emit over the pipeline
  *   load (parse + imports) → resolve → sema(kernel, generics) → lower → passes → codegen → PTX/cubin
- * and the CLI commands built on it. */
+ * and what every command shares (build.c's too): loading, architectures, diagnostics. */
 #include "driver.h"
 
 #include "compile.h"
+#include "cuda_tools.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-bool sema_fn_generic(Compilation *c, Item *fn);
 
 void driver_options_init(DriverOptions *o)
 {
@@ -19,23 +18,17 @@ void driver_options_init(DriverOptions *o)
     o->arch = "sm_90a";
 }
 
-const char *driver_llvm_version(void) { return "22"; }
-
-static void flush_diags(Compilation *c)
+int driver_flush(Compilation *c)
 {
     if (c->diag.out.len)
         fwrite(c->diag.out.data, 1, c->diag.out.len, stderr);
     c->diag.out.len = 0;
-}
-
-static int exit_code(Compilation *c)
-{
     if (c->diag.ice)
         return 2;
     return diag_has_errors(&c->diag) ? 1 : 0;
 }
 
-static bool load(Compilation *c, const DriverOptions *o, const char *file)
+bool driver_load(Compilation *c, const DriverOptions *o, const char *file, bool resolve)
 {
     comp_init(c);
     c->include_dirs = o->include_dirs;
@@ -45,7 +38,43 @@ static bool load(Compilation *c, const DriverOptions *o, const char *file)
     c->diag.werror = o->werror;
     if (!comp_load_file(c, file))
         return false;
-    return comp_resolve(c);
+    return !resolve || comp_resolve(c);
+}
+
+/* the architecture of the first len bytes of name, or 0 after the one message for every command */
+static int arch_named(const char *name, size_t len)
+{
+    static const struct { const char *name; int sm; } archs[] = {
+        {"sm_90a", 90}, {"sm_90", 90}, {"sm_100a", 100}, {"sm_100", 100}};
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (strlen(archs[i].name) == len && !memcmp(archs[i].name, name, len))
+            return archs[i].sm;
+    fprintf(stderr, "tilec: error: unknown architecture '%.*s' (sm_90a or sm_100a)\n", (int)len, name);
+    return 0;
+}
+
+int driver_arch(const char *name) { return arch_named(name, strlen(name)); }
+
+int driver_arch_list(const char *list, int sms[2])
+{
+    int n = 0;
+    for (const char *p = list; *p; p += *p == ',') {
+        size_t len = strcspn(p, ",");
+        if (len) {
+            int sm = arch_named(p, len);
+            if (!sm)
+                return 0;
+            bool seen = false; /* an architecture named twice is built once */
+            for (int a = 0; a < n; a++)
+                seen |= sms[a] == sm;
+            if (!seen)
+                sms[n++] = sm;
+        }
+        p += len;
+    }
+    if (!n)
+        arch_named(list, strlen(list)); /* nothing but commas */
+    return n;
 }
 
 /* A specialisation through the tile IR passes for each target (not LLVM): the errors that only
@@ -77,77 +106,51 @@ static bool has_optional_param(const Item *k)
 static void check_all(Compilation *c, const int *sms, int nsm)
 {
     bool has_spec[4096] = {0};
-    for (int m = 0; m < c->nmodules; m++) {
-        Module *mod = c->modules[m];
-        for (int i = 0; i < mod->nitems; i++) {
-            Item *it = mod->items[i];
-            if (it->kind != IT_SPECIALIZE)
-                continue;
-            Item *k = NULL;
-            GenericArgs *args = tl_xmalloc(sizeof(GenericArgs) * TL_MAX_SPECIALIZATIONS);
-            int n = sema_expand_specialize(c, it, &k, args, TL_MAX_SPECIALIZATIONS);
-            for (int j = 0; j < n; j++) {
-                int errs = c->diag.nerrors;
-                lower_one(c, k, &args[j], sms, nsm);
-                if (c->diag.nerrors > errs) {
-                    StrBuf b = {0};
-                    sema_format_generic_args(&b, k, &args[j]);
-                    diag_note(&c->diag, it->loc, "in the specialisation %s<%s> declared here", k->name.s, b.data);
-                    sb_free(&b);
-                    break; /* one failing instance is enough to show */
-                }
-            }
-            if (k && k->sym && k->sym->id < 4096)
-                has_spec[k->sym->id] = true;
-            free(args);
-        }
-    }
-    for (int m = 0; m < c->nmodules; m++) {
-        Module *mod = c->modules[m];
-        for (int i = 0; i < mod->nitems; i++) {
-            Item *it = mod->items[i];
-            if (it->kind == IT_KERNEL && !(it->sym && it->sym->id < 4096 && has_spec[it->sym->id])) {
-                GenericArgs none;
-                if (it->ngenerics == 0 && !has_optional_param(it) &&
-                    sema_generic_args_from_strings(c, it, NULL, 0, &none))
-                    lower_one(c, it, &none, sms, nsm);
-                else
-                    sema_kernel(c, it, NULL);
-            } else if (it->kind == IT_FN) {
-                sema_fn_generic(c, it);
+    for (int i = 0; i < c->nitems; i++) {
+        Item *it = c->items[i];
+        if (it->kind != IT_SPECIALIZE)
+            continue;
+        Item *k = NULL;
+        GenericArgs *args = tl_xmalloc(sizeof(GenericArgs) * TL_MAX_SPECIALIZATIONS);
+        int n = sema_expand_specialize(c, it, &k, args, TL_MAX_SPECIALIZATIONS);
+        for (int j = 0; j < n; j++) {
+            int errs = c->diag.nerrors;
+            lower_one(c, k, &args[j], sms, nsm);
+            if (c->diag.nerrors > errs) {
+                StrBuf b = {0};
+                sema_format_specialization(&b, k, &args[j]);
+                diag_note(&c->diag, it->loc, "in the specialisation %s declared here", b.data);
+                sb_free(&b);
+                break; /* one failing instance is enough to show */
             }
         }
+        if (k && k->sym && k->sym->id < 4096)
+            has_spec[k->sym->id] = true;
+        free(args);
     }
-}
-
-/* the targets of --arch (a comma list); false after a message if one is unknown */
-static bool parse_arch_list(const char *list, int *sms, int *nsm)
-{
-    *nsm = 0;
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s", list ? list : "sm_90a");
-    for (char *save = NULL, *a = strtok_r(buf, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
-        int sm = driver_parse_arch(a);
-        if (!sm) {
-            fprintf(stderr, "tilec: error: unknown architecture '%s' (sm_90a or sm_100a)\n", a);
-            return false;
+    for (int i = 0; i < c->nitems; i++) {
+        Item *it = c->items[i];
+        if (it->kind == IT_KERNEL && !(it->sym && it->sym->id < 4096 && has_spec[it->sym->id])) {
+            GenericArgs none;
+            if (it->ngenerics == 0 && !has_optional_param(it) && sema_generic_args_from_strings(c, it, NULL, 0, &none))
+                lower_one(c, it, &none, sms, nsm);
+            else
+                sema_kernel(c, it, NULL);
+        } else if (it->kind == IT_FN) {
+            sema_fn_generic(c, it);
         }
-        if (*nsm < 2 && (*nsm == 0 || sms[0] != sm))
-            sms[(*nsm)++] = sm;
     }
-    return *nsm > 0;
 }
 
 int driver_check(const DriverOptions *o, const char *file)
 {
-    int sms[2], nsm;
-    if (!parse_arch_list(o->arch, sms, &nsm))
+    int sms[2], nsm = driver_arch_list(o->arch, sms);
+    if (!nsm)
         return 1;
     Compilation c;
-    if (load(&c, o, file))
+    if (driver_load(&c, o, file, true))
         check_all(&c, sms, nsm);
-    flush_diags(&c);
-    int rc = exit_code(&c);
+    int rc = driver_flush(&c);
     comp_free(&c);
     return rc;
 }
@@ -213,18 +216,17 @@ static void list_kernel(StrBuf *out, Compilation *c, Item *k)
     }
     /* declared specialisations */
     int total = 0;
-    for (int m = 0; m < c->nmodules; m++)
-        for (int i = 0; i < c->modules[m]->nitems; i++) {
-            Item *it = c->modules[m]->items[i];
-            if (it->kind == IT_SPECIALIZE && strcmp(it->name.s, k->name.s) == 0) {
-                Item *kk;
-                GenericArgs *args = tl_xmalloc(sizeof(GenericArgs) * TL_MAX_SPECIALIZATIONS);
-                int n = sema_expand_specialize(c, it, &kk, args, TL_MAX_SPECIALIZATIONS);
-                if (n > 0)
-                    total += n;
-                free(args);
-            }
+    for (int i = 0; i < c->nitems; i++) {
+        Item *it = c->items[i];
+        if (it->kind == IT_SPECIALIZE && strcmp(it->name.s, k->name.s) == 0) {
+            Item *kk;
+            GenericArgs *args = tl_xmalloc(sizeof(GenericArgs) * TL_MAX_SPECIALIZATIONS);
+            int n = sema_expand_specialize(c, it, &kk, args, TL_MAX_SPECIALIZATIONS);
+            if (n > 0)
+                total += n;
+            free(args);
         }
+    }
     if (total)
         sb_printf(out, "  specialisations: %d\n", total);
     sb_puts(out, "\n");
@@ -234,14 +236,11 @@ int driver_list(const DriverOptions *o, const char *file)
 {
     Compilation c;
     StrBuf out = {0};
-    if (load(&c, o, file)) {
-        for (int m = 0; m < c.nmodules; m++)
-            for (int i = 0; i < c.modules[m]->nitems; i++)
-                if (c.modules[m]->items[i]->kind == IT_KERNEL)
-                    list_kernel(&out, &c, c.modules[m]->items[i]);
-    }
-    flush_diags(&c);
-    int rc = exit_code(&c);
+    if (driver_load(&c, o, file, true))
+        for (int i = 0; i < c.nitems; i++)
+            if (c.items[i]->kind == IT_KERNEL)
+                list_kernel(&out, &c, c.items[i]);
+    int rc = driver_flush(&c);
     if (rc == 0 && out.len)
         fwrite(out.data, 1, out.len, stdout);
     sb_free(&out);
@@ -267,16 +266,15 @@ static Item *find_kernel(Compilation *c, const char *name)
 {
     Item *only = NULL;
     int n = 0;
-    for (int m = 0; m < c->nmodules; m++)
-        for (int i = 0; i < c->modules[m]->nitems; i++) {
-            Item *it = c->modules[m]->items[i];
-            if (it->kind != IT_KERNEL)
-                continue;
-            if (name && !strcmp(it->name.s, name))
-                return it;
-            only = it;
-            n++;
-        }
+    for (int i = 0; i < c->nitems; i++) {
+        Item *it = c->items[i];
+        if (it->kind != IT_KERNEL)
+            continue;
+        if (name && !strcmp(it->name.s, name))
+            return it;
+        only = it;
+        n++;
+    }
     if (name) {
         diag_error(&c->diag, loc_none(), "no kernel named '%s'", name);
         return NULL;
@@ -295,18 +293,13 @@ int driver_emit(const DriverOptions *o, const char *file)
     int rc;
     const char *stage = o->stage;
     if (!strcmp(stage, "ast")) {
-        comp_init(&c);
-        c.include_dirs = o->include_dirs;
-        c.ninclude = o->ninclude;
-        if (comp_load_file(&c, file))
+        if (driver_load(&c, o, file, false))
             ast_print_module(&out, c.modules[0]);
     } else if (!strcmp(stage, "tir") || !strcmp(stage, "llvm") || !strcmp(stage, "ptx") || !strcmp(stage, "cubin") ||
                !strcmp(stage, "obj")) {
-        int sm = driver_parse_arch(o->arch);
-        if (!sm) {
-            fprintf(stderr, "tilec: error: unknown architecture '%s' (sm_90a or sm_100a)\n", o->arch);
+        int sm = driver_arch(o->arch);
+        if (!sm)
             return 1;
-        }
         /* host target (CPU emulator): LLVM IR or an x86-64 object instead of PTX / cubin */
         bool host = o->target && !strcmp(o->target, "host");
         if (o->target && !host) {
@@ -320,7 +313,7 @@ int driver_emit(const DriverOptions *o, const char *file)
                 fprintf(stderr, "tilec: error: --stage=obj needs --target=host\n");
             return 1;
         }
-        if (load(&c, o, file)) {
+        if (driver_load(&c, o, file, true)) {
             Item *k = find_kernel(&c, o->kernel);
             CompileRequest rq = {0};
             if (k && sema_generic_args_from_strings(&c, k, o->generic_assigns, o->ngenerics, &rq.args)) {
@@ -336,7 +329,7 @@ int driver_emit(const DriverOptions *o, const char *file)
                     if (!strcmp(stage, "cubin")) {
                         char *cubin;
                         size_t n;
-                        if (run_ptxas(&c.diag, res.text, res.size, sm, o->opt_level, false, &cubin, &n, NULL)) {
+                        if (tool_ptxas(&c.diag, res.text, res.size, sm, o->opt_level, false, &cubin, &n, NULL)) {
                             sb_append(&out, cubin, n);
                             free(cubin);
                         }
@@ -351,8 +344,7 @@ int driver_emit(const DriverOptions *o, const char *file)
         comp_init(&c);
         diag_error(&c.diag, loc_none(), "unknown stage '%s' (ast, tir, llvm, ptx, cubin, obj)", stage);
     }
-    flush_diags(&c);
-    rc = exit_code(&c);
+    rc = driver_flush(&c);
     if (rc == 0 && !write_output(o, out.data ? out.data : "", out.len))
         rc = 1;
     sb_free(&out);

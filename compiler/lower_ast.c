@@ -896,9 +896,7 @@ bool lower_ast(Compilation *c, Item *kernel, const GenericArgs *args, int sm, bo
     k->host = host;
     k->args = *args;
     StrBuf key = {0};
-    sb_printf(&key, "%s<", kernel->name.s);
-    sema_format_generic_args(&key, kernel, args);
-    sb_puts(&key, ">");
+    sema_format_specialization(&key, kernel, args);
     k->key = arena_strdup(&c->arena, key.data);
     sb_free(&key);
     make_entry_name(k);

@@ -2,6 +2,7 @@
  * Exit status: 0 success, 1 errors in the user's input, 2 internal errors. */
 #include "driver.h"
 #include "tilec/compiler.h"
+#include "tilec_version.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +59,7 @@ int tilec_cli_main(int argc, char **argv)
             fputs(usage, stdout);
             return 0;
         } else if (!strcmp(a, "--version")) {
-            printf("tilec %s (LLVM %s)\nbuild %s\n", TILEC_VERSION, driver_llvm_version(), tilec_build_id());
+            printf("tilec %s (LLVM %s)\nbuild %s\n", TILEC_VERSION, TILEC_LLVM_MAJOR, tilec_build_id());
             return 0;
         } else if (!strcmp(a, "-Werror")) {
             o.werror = true;

@@ -135,6 +135,7 @@ void comp_init(Compilation *c)
 
 void comp_free(Compilation *c)
 {
+    free(c->items);
     free(c->globals);
     free(c->global_index);
     diag_free(&c->diag);
@@ -246,6 +247,12 @@ static int load_module(Compilation *c, const char *path, const char *text, size_
         m->nitems = 0; /* never walk a tree that hit the nesting limit */
         return fid;
     }
+    if (c->nitems + m->nitems > c->capitems) {
+        c->capitems = c->capitems * 2 > c->nitems + m->nitems ? c->capitems * 2 : c->nitems + m->nitems;
+        c->items = tl_xrealloc(c->items, sizeof(Item *) * (size_t)c->capitems);
+    }
+    for (int i = 0; i < m->nitems; i++)
+        c->items[c->nitems++] = m->items[i];
     for (int i = 0; i < m->nitems; i++) {
         Item *it = m->items[i];
         if (it->kind != IT_IMPORT)
@@ -422,24 +429,21 @@ bool comp_resolve(Compilation *c)
     c->resolved = true;
     SemaCtx sc, *s = &sc;
     sema_init(s, c);
-    for (int m = 0; m < c->nmodules; m++) {
-        Module *mod = c->modules[m];
-        for (int i = 0; i < mod->nitems; i++) {
-            Item *it = mod->items[i];
-            SymKind k;
-            if (it->kind == IT_CONST)
-                k = SYM_CONST;
-            else if (it->kind == IT_FN)
-                k = SYM_FN;
-            else if (it->kind == IT_KERNEL)
-                k = SYM_KERNEL;
-            else
-                continue;
-            Sym *sym = sym_new(s, k, it->name.s, it->name.loc, k == SYM_CONST ? NULL : ty_void());
-            sym->item = it;
-            it->sym = sym;
-            add_global(s, sym);
-        }
+    for (int i = 0; i < c->nitems; i++) {
+        Item *it = c->items[i];
+        SymKind k;
+        if (it->kind == IT_CONST)
+            k = SYM_CONST;
+        else if (it->kind == IT_FN)
+            k = SYM_FN;
+        else if (it->kind == IT_KERNEL)
+            k = SYM_KERNEL;
+        else
+            continue;
+        Sym *sym = sym_new(s, k, it->name.s, it->name.loc, k == SYM_CONST ? NULL : ty_void());
+        sym->item = it;
+        it->sym = sym;
+        add_global(s, sym);
     }
     for (int i = 0; i < c->ndefines; i++) {
         ConstVal v;
@@ -789,8 +793,6 @@ bool sema_kernel(Compilation *c, Item *kernel, const GenericArgs *args)
     return c->diag.nerrors == errs;
 }
 
-/* A fn checked on its own: generics unknown, parameters typed by their declarations. */
-bool sema_fn_generic(Compilation *c, Item *fn);
 bool sema_fn_generic(Compilation *c, Item *fn)
 {
     int errs = c->diag.nerrors;
@@ -1093,4 +1095,11 @@ void sema_format_generic_args(StrBuf *out, const Item *k, const GenericArgs *arg
             first = false;
         }
     }
+}
+
+void sema_format_specialization(StrBuf *out, const Item *k, const GenericArgs *args)
+{
+    sb_printf(out, "%s<", k->name.s);
+    sema_format_generic_args(out, k, args);
+    sb_puts(out, ">");
 }

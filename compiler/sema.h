@@ -62,6 +62,10 @@ typedef struct Compilation {
     int ndefines;
     Module *modules[TL_MAX_FILES];
     int nmodules;
+    /* the items of every module in load order (the modules' order, each module's items in
+     * source order): what everything that walks the program walks */
+    Item **items;
+    int nitems, capitems;
     /* global namespace: consts, fns and kernels of every module */
     Sym **globals;
     int nglobals, capglobals;
@@ -108,6 +112,13 @@ int sema_expand_specialize(Compilation *c, Item *spec, Item **kernel_out, Generi
 bool sema_generic_args_from_strings(Compilation *c, Item *kernel, const char **assigns, int n, GenericArgs *out);
 /* Writes "T=bf16,N=128" for a set of generic values. */
 void sema_format_generic_args(StrBuf *out, const Item *kernel, const GenericArgs *args);
+/* Writes "name<T=bf16,N=128>" ("name<>" for a kernel without generic values): how diagnostics,
+ * `tilec build` and the tile IR name a specialisation. */
+void sema_format_specialization(StrBuf *out, const Item *kernel, const GenericArgs *args);
+
+/* Checks a fn on its own (what `tilec check` does for every fn): generics unknown, parameters
+ * typed by their declarations. Returns false when errors were reported. */
+bool sema_fn_generic(Compilation *c, Item *fn);
 
 /* ---- constant values (consteval.c) ---- */
 ConstVal cv_int(int64_t v);

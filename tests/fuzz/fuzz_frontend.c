@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool sema_fn_generic(Compilation *c, Item *fn);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum { MAX_INSTANCES = 8 }; /* per `specialize`: enough to reach the instance paths */
@@ -25,26 +24,23 @@ static void lower_one(Compilation *c, Item *k, const GenericArgs *args)
 static void check_kernels(Compilation *c)
 {
     GenericArgs *args = malloc(sizeof(GenericArgs) * MAX_INSTANCES);
-    for (int m = 0; m < c->nmodules; m++) {
-        Module *mod = c->modules[m];
-        for (int i = 0; i < mod->nitems; i++) {
-            Item *it = mod->items[i];
-            if (it->kind == IT_KERNEL) {
-                sema_kernel(c, it, NULL);
-                GenericArgs none;
-                if (it->ngenerics == 0 && sema_generic_args_from_strings(c, it, NULL, 0, &none))
-                    lower_one(c, it, &none);
-            } else if (it->kind == IT_FN) {
-                sema_fn_generic(c, it);
-            } else if (it->kind == IT_SPECIALIZE) {
-                Item *k = NULL;
-                int n = sema_expand_specialize(c, it, &k, args, MAX_INSTANCES);
-                for (int j = 0; j < n; j++) {
-                    lower_one(c, k, &args[j]);
-                    StrBuf b = {0};
-                    sema_format_generic_args(&b, k, &args[j]);
-                    sb_free(&b);
-                }
+    for (int i = 0; i < c->nitems; i++) {
+        Item *it = c->items[i];
+        if (it->kind == IT_KERNEL) {
+            sema_kernel(c, it, NULL);
+            GenericArgs none;
+            if (it->ngenerics == 0 && sema_generic_args_from_strings(c, it, NULL, 0, &none))
+                lower_one(c, it, &none);
+        } else if (it->kind == IT_FN) {
+            sema_fn_generic(c, it);
+        } else if (it->kind == IT_SPECIALIZE) {
+            Item *k = NULL;
+            int n = sema_expand_specialize(c, it, &k, args, MAX_INSTANCES);
+            for (int j = 0; j < n; j++) {
+                lower_one(c, k, &args[j]);
+                StrBuf b = {0};
+                sema_format_specialization(&b, k, &args[j]);
+                sb_free(&b);
             }
         }
     }
