@@ -246,16 +246,22 @@ typedef struct rt_entry {
 } rt_entry;
 void rt_entry_free(rt_entry *e);
 
-/* The directory to use (created if missing), or NULL when it cannot be used (warned once). */
+/* The directory to use (created 0700 if missing), or NULL when it cannot be used or is not
+ * trusted: not this user's, or writable by group or others (warned once). */
 char *rt_cache_open_dir(const char *requested, int quiet);
-/* Loads the entry for key; *found 0 on a miss. A corrupt, truncated or foreign entry counts as a
- * miss with *rejected set. Errors only for out of memory. */
+/* Loads the entry for key; *found 0 on a miss. A corrupt, truncated or foreign entry, or one that
+ * is not trusted (not a regular file, a symbolic link, another user's or writable by group or
+ * others: warned about), counts as a miss with *rejected set. Never blocks. Errors only for out
+ * of memory. */
 tilec_status rt_cache_load(const char *dir, const char *key, rt_entry *out, int *found, int *rejected);
-/* Takes the per-key lock (blocking). Returns an fd, or -1 if the lock file cannot be made. */
+/* Takes the per-key lock, waiting at most the bound (RT_CACHE_LOCK_WAIT_S in rt_cache.c,
+ * $TILEC_CACHE_LOCK_TIMEOUT). Returns an fd, or -1 (warned about) if the lock file cannot be
+ * used or the wait ran out: the caller compiles and stores anyway. */
 int rt_cache_lock(const char *dir, const char *key);
 void rt_cache_unlock(int fd);
 /* Writes the entry through a temporary file and a rename. Failure is not an error for the
- * caller (the kernel still works): returns 0 on success, -1 with errno otherwise. */
+ * caller (the kernel still works; it is warned about once per process): returns 0 on success,
+ * -1 with errno otherwise. */
 int rt_cache_store(const char *dir, const char *key, const rt_entry *e);
 /* The file name stem of key: 16 hex digits of its hash. */
 void rt_cache_stem(const char *key, char out[17]);

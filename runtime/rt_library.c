@@ -377,9 +377,12 @@ static tilec_status rt_compile(tilec_rt_library *lib, const char *kernel, const 
 }
 
 /* Disk cache, else compile under the per-key lock (re-reading first: another process may have
- * finished while this one waited). */
+ * finished while this one waited). use_disk 0 skips reading the entry (the one there did not
+ * load: it is rebuilt and replaced); *from_disk says where e came from. A lock that cannot be
+ * taken, or not within the bound, does not stop the compile, nor the write (a rename: safe
+ * without the lock). */
 static tilec_status rt_entry_for(tilec_rt_library *lib, const char *kernel, const char *generics,
-                                 const char *const *raw, int nraw, rt_entry *e)
+                                 const char *const *raw, int nraw, int use_disk, rt_entry *e, int *from_disk)
 {
     tilec_rt *rt = lib->rt;
     char key[RT_MAX_GENERICS_TEXT + 1024];
@@ -387,40 +390,81 @@ static tilec_status rt_entry_for(tilec_rt_library *lib, const char *kernel, cons
     const char *dir = rt->cache_dir;
     int found = 0, rejected = 0;
     tilec_status s;
-    if (dir) {
+    *from_disk = 0;
+    if (dir && use_disk) {
         if ((s = rt_cache_load(dir, key, e, &found, &rejected)) != TILEC_OK)
             return s;
         if (found) {
-            atomic_fetch_add(&rt->disk_hits, 1);
+            *from_disk = 1;
             return TILEC_OK;
         }
     }
-    int fd = -1;
-    if (dir) {
-        fd = rt_cache_lock(dir, key);
-        if (fd < 0) {
-            rt_warn_cache_once("cannot lock entries in cache directory '%s'; compiled kernels may not be saved", dir);
-        } else {
-            int rejected_again;
-            if ((s = rt_cache_load(dir, key, e, &found, &rejected_again)) != TILEC_OK) {
-                rt_cache_unlock(fd);
-                return s;
-            }
-            if (found) {
-                rt_cache_unlock(fd);
-                atomic_fetch_add(&rt->disk_hits, 1);
-                return TILEC_OK;
-            }
-            rejected |= rejected_again;
+    int fd = dir ? rt_cache_lock(dir, key) : -1; /* warns itself when it gives up */
+    if (fd >= 0 && use_disk) {
+        int rejected_again;
+        if ((s = rt_cache_load(dir, key, e, &found, &rejected_again)) != TILEC_OK) {
+            rt_cache_unlock(fd);
+            return s;
         }
+        if (found) {
+            rt_cache_unlock(fd);
+            *from_disk = 1;
+            return TILEC_OK;
+        }
+        rejected |= rejected_again;
     }
     if (rejected)
         atomic_fetch_add(&rt->disk_rejects, 1);
     s = rt_compile(lib, kernel, raw, nraw, e);
-    if (s == TILEC_OK && fd >= 0 && rt_cache_store(dir, key, e) != 0)
-        rt_warn_cache_once("cannot write to cache directory '%s'; compiled kernels are kept in memory only", dir);
+    if (s == TILEC_OK && dir)
+        rt_cache_store(dir, key, e); /* a failure is warned about, and the kernel works from memory */
     rt_cache_unlock(fd);
     return s;
+}
+
+/* Parses and checks e's signature and loads its payload into k. On failure k may hold a
+ * signature and a module: rt_unload_partial clears them. */
+static tilec_status rt_load_entry(tilec_rt_library *lib, tilec_rt_kernel *k, const rt_entry *e)
+{
+    tilec_rt *rt = lib->rt;
+    tilec_status s = rt_sig_parse(e->sig, e->sig_len, &k->owned_sig);
+    if (s != TILEC_OK)
+        return rt_fail_prefix(TILEC_ERROR_INTERNAL, "the signature of %s<%s> is invalid", k->name, k->generics);
+    const rt_sig *sig = k->owned_sig;
+    if (strcmp(sig->kernel, k->name) || strcmp(sig->arch, rt->arch))
+        return rt_fail(TILEC_ERROR_INTERNAL, "the signature of %s<%s> is for kernel '%s' on %s, not '%s' on %s",
+                       k->name, k->generics, sig->kernel, sig->arch, k->name, rt->arch);
+    int pushed;
+    if (rt->cpu) {
+        s = e->kind == RT_PAYLOAD_HOST_OBJECT ? rt_emu_load(k, sig, e->payload, e->payload_len)
+                                               : rt_fail(TILEC_ERROR_INTERNAL, "a GPU payload for the CPU device");
+    } else if ((s = rt_ctx_enter(rt, &pushed)) == TILEC_OK) {
+        s = rt_load_module(rt, e->payload, &k->module);
+        if (s == TILEC_OK)
+            s = rt_get_function(rt, k->module, sig, &k->fn);
+        rt_ctx_leave(rt, pushed);
+    }
+    if (s == TILEC_OK)
+        k->sig = sig;
+    return s;
+}
+
+static void rt_unload_partial(tilec_rt *rt, tilec_rt_kernel *k)
+{
+    if (k->module) {
+        int pushed;
+        int entered = rt_ctx_enter(rt, &pushed) == TILEC_OK;
+        rt->drv->cuModuleUnload(k->module);
+        if (entered)
+            rt_ctx_leave(rt, pushed);
+        k->module = NULL;
+    }
+    if (k->emu)
+        rt_emu_free(k);
+    rt_sig_free(k->owned_sig);
+    k->owned_sig = NULL;
+    k->sig = NULL;
+    k->fn = NULL;
 }
 
 static tilec_status rt_from_source(tilec_rt_library *lib, const char *const *raw, int nraw, tilec_rt_kernel *k)
@@ -428,33 +472,25 @@ static tilec_status rt_from_source(tilec_rt_library *lib, const char *const *raw
     tilec_rt *rt = lib->rt;
     rt_entry e;
     memset(&e, 0, sizeof e);
-    tilec_status s = rt_entry_for(lib, k->name, k->generics, raw, nraw, &e);
+    int from_disk;
+    tilec_status s = rt_entry_for(lib, k->name, k->generics, raw, nraw, 1, &e, &from_disk);
     if (s != TILEC_OK)
         return s;
-    s = rt_sig_parse(e.sig, e.sig_len, &k->owned_sig);
-    if (s != TILEC_OK) {
-        rt_entry_free(&e);
-        return rt_fail_prefix(TILEC_ERROR_INTERNAL, "the signature of %s<%s> is invalid", k->name, k->generics);
-    }
-    const rt_sig *sig = k->owned_sig;
-    if (strcmp(sig->kernel, k->name) || strcmp(sig->arch, rt->arch)) {
-        rt_entry_free(&e);
-        return rt_fail(TILEC_ERROR_INTERNAL, "the signature of %s<%s> is for kernel '%s' on %s, not '%s' on %s",
-                       k->name, k->generics, sig->kernel, sig->arch, k->name, rt->arch);
-    }
-    int pushed;
-    if (rt->cpu) {
-        s = e.kind == RT_PAYLOAD_HOST_OBJECT ? rt_emu_load(k, sig, e.payload, e.payload_len)
-                                              : rt_fail(TILEC_ERROR_INTERNAL, "a GPU payload for the CPU device");
-    } else if ((s = rt_ctx_enter(rt, &pushed)) == TILEC_OK) {
-        s = rt_load_module(rt, e.payload, &k->module);
-        if (s == TILEC_OK)
-            s = rt_get_function(rt, k->module, sig, &k->fn);
-        rt_ctx_leave(rt, pushed);
-    }
+    s = rt_load_entry(lib, k, &e);
     rt_entry_free(&e);
-    if (s == TILEC_OK)
-        k->sig = sig;
+    if (s != TILEC_OK && from_disk) {
+        /* the entry passed its checksum but the signature check, the driver or the emulator
+         * rejects it: discard it, rebuild it and replace it (once: a rebuilt kernel that does not
+         * load either is the error) */
+        atomic_fetch_add(&rt->disk_rejects, 1);
+        rt_unload_partial(rt, k);
+        if ((s = rt_entry_for(lib, k->name, k->generics, raw, nraw, 0, &e, &from_disk)) != TILEC_OK)
+            return s;
+        s = rt_load_entry(lib, k, &e);
+        rt_entry_free(&e);
+    } else if (s == TILEC_OK && from_disk) {
+        atomic_fetch_add(&rt->disk_hits, 1);
+    }
     return s;
 }
 

@@ -12,6 +12,7 @@
  * $TILEC_FAKE_COMPILE_DELAY_MS; $TILEC_FAKE_COMPILER_VERSION overrides the version string. */
 #include "fake_compiler.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,8 +246,10 @@ static void fc_log_compile(const char *kernel, const char *const *generics, int 
     }
     const char *delay = getenv("TILEC_FAKE_COMPILE_DELAY_MS");
     if (delay && atoi(delay) > 0) {
-        struct timespec ts = {0, atoi(delay) * 1000000L};
-        nanosleep(&ts, NULL);
+        long ms = atol(delay);
+        struct timespec ts = {ms / 1000, ms % 1000 * 1000000L}; /* tv_nsec must stay below 1 s */
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
     }
 }
 

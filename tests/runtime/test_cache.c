@@ -1,13 +1,24 @@
 /* test_cache.c — the disk cache: 16 processes racing on the same keys (one compile per key, no
  * corrupt or partial entry), corrupt / truncated / foreign entries rebuilt, unusable directories
- * degrading to memory with one warning, key completeness, memory-only mode, default locations. */
+ * degrading to memory with one warning, key completeness, memory-only mode, default locations;
+ * and what the cache does not trust: FIFOs, sockets, devices, directories and symbolic links at
+ * an entry's or a lock's path, a lock held by a stalled process (a bounded wait), entries that
+ * pass their checksum but do not load, directories and entries owned by another user or
+ * writable by group or others; warnings carry the error's text. Cases that would block on a
+ * regression run under an alarm, so that they fail instead of hanging. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rt_test.h"
@@ -286,6 +297,8 @@ static void test_unusable_dir(void)
     mkdir(ro, 0555);
     chmod(ro, 0555);
     chmod(test_dir(), 0755);
+    if (geteuid() == 0) /* nobody's own directory: only the missing write permission is wrong */
+        CHECK(chown(ro, 65534, 65534) == 0);
     err = stderr_of(unusable, ro, geteuid() == 0);
     if (err && !strcmp(err, "(setuid failed)")) {
         printf("read-only directory: skipped (cannot drop root privileges here)\n");
@@ -427,11 +440,523 @@ static void test_default_dir(void)
     free(home);
 }
 
+/* ---- what the cache does not trust ---- */
+
+static int captured_fd = -1; /* the real stderr while capture_start has redirected it */
+
+/* A regression that blocks fails the case instead of hanging it. */
+static void guard_fired(int sig)
+{
+    (void)sig;
+    static const char msg[] = "timed out: the cache blocked\n";
+    ssize_t r = write(captured_fd >= 0 ? captured_fd : 2, msg, sizeof msg - 1);
+    (void)r;
+    _exit(3);
+}
+
+static void guard(unsigned seconds)
+{
+    signal(SIGALRM, guard_fired);
+    alarm(seconds);
+}
+
+/* stderr of this process into a file between capture_start and capture_end (which returns it
+ * and echoes it on stdout, for the log of a failing case) */
+
+static void capture_start(void)
+{
+    char *p = test_path("captured.txt");
+    fflush(stderr);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0);
+    captured_fd = dup(2);
+    dup2(fd, 2);
+    close(fd);
+    free(p);
+}
+
+static char *capture_end(void)
+{
+    fflush(stderr);
+    dup2(captured_fd, 2);
+    close(captured_fd);
+    captured_fd = -1;
+    char *p = test_path("captured.txt");
+    char *t = test_read(p);
+    free(p);
+    printf("stderr: [%s]\n", t ? t : "");
+    return t ? t : strdup("");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A session on dir for c<N=1> with its stderr captured: the counters, and what it printed. */
+static tilec_rt_stats session_err(const char *dir, char **err)
+{
+    capture_start();
+    tilec_rt_stats st = session(dir, 0, 1);
+    *err = capture_end();
+    return st;
+}
+
+/* The entry of c<N=1> (made by a first session) and its lock. */
+static void first_entry(const char *dir, char *entry, char *lock, size_t cap)
+{
+    tilec_rt_stats st = session(dir, 0, 1);
+    CHECK(st.compiles == 1);
+    CHECK(count_files(dir, ".tlc", entry, cap) == 1);
+    CHECK(count_files(dir, ".lock", lock, cap) == 1);
+}
+
+static int is_regular(const char *path)
+{
+    struct stat sb;
+    return lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid();
+}
+
+/* Something other than a regular file at the entry's path: rejected with a warning without
+ * being opened for reading (a FIFO would block), compiled, and replaced by a rename. */
+static void test_fifo_entry(void)
+{
+    char *dir = test_path("cache");
+    char entry[1024], lock[1024], want[2048];
+    guard(30);
+    first_entry(dir, entry, lock, sizeof entry);
+    const char *kinds[] = {"a FIFO", "a socket", "a character device"};
+    for (int i = 0; i < 3; i++) {
+        CHECK(unlink(entry) == 0);
+        const char *errtext = "";
+        if (i == 0) {
+            CHECK(mkfifo(entry, 0600) == 0);
+        } else if (i == 1) {
+            int sfd = socket(AF_UNIX, SOCK_STREAM, 0);
+            struct sockaddr_un sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sun_family = AF_UNIX;
+            CHECK(strlen(entry) < sizeof sa.sun_path);
+            snprintf(sa.sun_path, sizeof sa.sun_path, "%s", entry);
+            CHECK(sfd >= 0 && bind(sfd, (struct sockaddr *)&sa, sizeof sa) == 0);
+            close(sfd); /* the socket file stays */
+            errtext = " (No such device or address)"; /* what opening a socket fails with */
+        } else if (mknod(entry, S_IFCHR | 0600, makedev(1, 3)) != 0) { /* a /dev/null */
+            printf("character device: skipped (mknod: %s)\n", strerror(errno));
+            session(dir, 0, 1);
+            continue;
+        }
+        char *err;
+        tilec_rt_stats st = session_err(dir, &err);
+        if (!(st.compiles == 1 && st.disk_rejects == 1 && st.disk_hits == 0))
+            printf("  %s: compiles %llu, rejects %llu, hits %llu\n", kinds[i], (unsigned long long)st.compiles,
+                   (unsigned long long)st.disk_rejects, (unsigned long long)st.disk_hits);
+        CHECK(st.compiles == 1 && st.disk_rejects == 1 && st.disk_hits == 0);
+        snprintf(want, sizeof want,
+                 "tilec: warning: cache entry '%s' is %s, not a regular file%s; compiling c<N=1> instead\n", entry,
+                 kinds[i], errtext);
+        CHECK_STR(err, want); /* one warning, though the entry is looked at twice (before and under the lock) */
+        free(err);
+        CHECK(is_regular(entry)); /* a fresh entry renamed over it */
+        st = session(dir, 0, 1);
+        CHECK(st.disk_hits == 1 && st.compiles == 0);
+    }
+    /* a FIFO at the lock's path: not used as a lock, and nothing blocks */
+    CHECK(unlink(entry) == 0 && unlink(lock) == 0 && mkfifo(lock, 0600) == 0);
+    char *err;
+    tilec_rt_stats st = session_err(dir, &err);
+    CHECK(st.compiles == 1);
+    snprintf(want, sizeof want,
+             "tilec: warning: cache lock '%s' is a FIFO, not a regular file; compiling c<N=1> without it\n", lock);
+    CHECK_STR(err, want);
+    free(err);
+    CHECK(is_regular(entry));
+    alarm(0);
+    free(dir);
+}
+
+/* A directory at the entry's path: rejected, the kernel compiled and kept in memory, the
+ * directory and what it holds left alone (a rename cannot replace it), no temporary file left. */
+static void test_dir_entry(void)
+{
+    char *dir = test_path("cache");
+    char entry[1024], lock[1024], want[4096], inner[1100];
+    guard(30);
+    first_entry(dir, entry, lock, sizeof entry);
+    CHECK(unlink(entry) == 0 && mkdir(entry, 0700) == 0);
+    snprintf(inner, sizeof inner, "%s/keep", entry);
+    FILE *f = fopen(inner, "w");
+    CHECK(f != NULL);
+    fputs("kept", f);
+    fclose(f);
+    for (int round = 0; round < 2; round++) {
+        char *err;
+        tilec_rt_stats st = session_err(dir, &err);
+        CHECK(st.compiles == 1 && st.disk_rejects == 1 && st.disk_hits == 0);
+        snprintf(want, sizeof want,
+                 "tilec: warning: cache entry '%s' is a directory, not a regular file; compiling c<N=1> instead\n"
+                 "tilec: warning: cannot write cache entry '%s' (Is a directory); compiled kernels that cannot be "
+                 "written are kept in memory only\n",
+                 entry, entry);
+        CHECK_STR(err, round ? "" : want); /* the process was told once */
+        free(err);
+    }
+    struct stat sb;
+    CHECK(lstat(entry, &sb) == 0 && S_ISDIR(sb.st_mode));
+    char *kept = test_read(inner);
+    CHECK_STR(kept, "kept");
+    free(kept);
+    CHECK(count_files(dir, "", NULL, 0) == 4); /* ., .., the directory and the lock */
+    alarm(0);
+    free(dir);
+}
+
+/* Symbolic links are not followed, neither at an entry's path (a link to a valid entry is not
+ * used, and the rename replaces the link, not its target) nor at a lock's. */
+static void test_symlink_entry(void)
+{
+    char *dir = test_path("cache");
+    char entry[1024], lock[1024], want[2048];
+    guard(30);
+    first_entry(dir, entry, lock, sizeof entry);
+    char *planted = test_path("planted.tlc");
+    CHECK(rename(entry, planted) == 0 && symlink(planted, entry) == 0);
+    char *before = test_read(planted);
+    char *err;
+    tilec_rt_stats st = session_err(dir, &err);
+    CHECK(st.compiles == 1 && st.disk_rejects == 1 && st.disk_hits == 0);
+    snprintf(want, sizeof want,
+             "tilec: warning: cache entry '%s' is a symbolic link (Too many levels of symbolic links); compiling "
+             "c<N=1> instead\n",
+             entry);
+    CHECK_STR(err, want);
+    free(err);
+    CHECK(is_regular(entry));
+    char *after = test_read(planted);
+    CHECK(before && after && !strcmp(before, after));
+    free(before);
+    free(after);
+    /* a link at the lock's path: nothing is created where it points, the entry is still written */
+    char *victim = test_path("victim");
+    CHECK(unlink(entry) == 0 && unlink(lock) == 0 && symlink(victim, lock) == 0);
+    st = session_err(dir, &err);
+    CHECK(st.compiles == 1);
+    snprintf(want, sizeof want,
+             "tilec: warning: cache lock '%s' is a symbolic link (Too many levels of symbolic links); compiling "
+             "c<N=1> without it\n",
+             lock);
+    CHECK_STR(err, want);
+    free(err);
+    CHECK(access(victim, F_OK) != 0);
+    CHECK(is_regular(entry));
+    CHECK(session(dir, 0, 1).disk_hits == 1);
+    alarm(0);
+    free(victim);
+    free(planted);
+    free(dir);
+}
+
+/* A process that holds a key's lock and stalls (here: a compile that sleeps ten minutes) delays
+ * another process by the bound, not forever: it warns once, naming the lock, compiles and
+ * writes the entry (so that later processes do not wait at all). */
+static void test_stale_lock(void)
+{
+    char *dir = test_path("cache");
+    char *log = test_path("stalled.log");
+    free(test_write("cache.fake", program));
+    guard(60);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(120); /* never outlives the test by long */
+        setenv("TILEC_FAKE_COMPILE_LOG", log, 1);
+        setenv("TILEC_FAKE_COMPILE_DELAY_MS", "600000", 1);
+        session(dir, 0, 1);
+        _exit(0);
+    }
+    CHECK(pid > 0);
+    int started = 0; /* the child compiles under the lock once its compile is logged */
+    for (int i = 0; i < 2000 && !started; i++) {
+        char *t = test_read(log);
+        started = t && strstr(t, "c<N=1>\n");
+        free(t);
+        if (!started)
+            usleep(5000);
+    }
+    CHECK(started);
+    char lock[1024], want[2048];
+    CHECK(count_files(dir, ".lock", lock, sizeof lock) == 1);
+    CHECK(count_files(dir, ".tlc", NULL, 0) == 0);
+
+    setenv("TILEC_CACHE_LOCK_TIMEOUT", "1", 1);
+    double t0 = now_s();
+    char *err;
+    tilec_rt_stats st = session_err(dir, &err);
+    double waited = now_s() - t0;
+    printf("waited %.3f s for a lock held by a stalled process (bound 1 s)\n", waited);
+    CHECK(st.compiles == 1 && st.disk_hits == 0);
+    CHECK(waited >= 0.95 && waited < 1 + 4);
+    snprintf(want, sizeof want,
+             "tilec: warning: cache lock '%s' is still held after 1 s (Resource temporarily unavailable); "
+             "compiling c<N=1> without waiting for it\n",
+             lock);
+    CHECK_STR(err, want);
+    free(err);
+    /* the entry was written anyway: the next process reads it without taking the lock */
+    t0 = now_s();
+    st = session(dir, 0, 1);
+    CHECK(st.disk_hits == 1 && st.compiles == 0 && now_s() - t0 < 0.9);
+
+    /* a bound of 0: one try, no wait */
+    char entry[1024];
+    CHECK(count_files(dir, ".tlc", entry, sizeof entry) == 1 && unlink(entry) == 0);
+    setenv("TILEC_CACHE_LOCK_TIMEOUT", "0", 1);
+    t0 = now_s();
+    st = session_err(dir, &err);
+    CHECK(st.compiles == 1 && now_s() - t0 < 0.9);
+    CHECK_CONTAINS(err, "is still held after 0 s (Resource temporarily unavailable)");
+    free(err);
+    unsetenv("TILEC_CACHE_LOCK_TIMEOUT");
+
+    kill(pid, SIGKILL);
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status));
+    alarm(0);
+    free(log);
+    free(dir);
+}
+
+/* The key stored in an entry file (after the 48-byte header; its length at offset 16). */
+static char *entry_key(const char *path)
+{
+    char *text;
+    size_t len;
+    if (rt_read_file(path, &text, &len) != TILEC_OK || len < 48)
+        return NULL;
+    uint64_t key_len;
+    memcpy(&key_len, text + 16, 8);
+    char *key = key_len <= len - 48 ? strndup(text + 48, (size_t)key_len) : NULL;
+    free(text);
+    return key;
+}
+
+/* Rewrites the entry at path, through the cache's own writer (so its checksum is valid), with
+ * another signature or payload. */
+static void plant(const char *dir, const char *path, const char *sig, const char *payload)
+{
+    char *key = entry_key(path);
+    CHECK(key != NULL);
+    if (!key)
+        return;
+    rt_entry e;
+    int found = 0, rejected = 0;
+    CHECK_OK(rt_cache_load(dir, key, &e, &found, &rejected));
+    CHECK(found);
+    if (sig) {
+        free(e.sig);
+        e.sig = strdup(sig);
+        e.sig_len = strlen(sig);
+    }
+    if (payload) {
+        free(e.payload);
+        e.payload = strdup(payload);
+        e.payload_len = strlen(payload);
+    }
+    CHECK(rt_cache_store(dir, key, &e) == 0);
+    rt_entry_free(&e);
+    CHECK_OK(rt_cache_load(dir, key, &e, &found, &rejected)); /* a whole entry with a valid checksum */
+    CHECK(found && !rejected);
+    rt_entry_free(&e);
+    free(key);
+}
+
+/* An entry that passes its checksum but does not load is discarded, rebuilt and replaced. */
+static void test_load_rejected(void)
+{
+    char *dir = test_path("cache");
+    char entry[1024], lock[1024];
+    first_entry(dir, entry, lock, sizeof entry);
+    plant(dir, entry, NULL, "not an image\n"); /* the driver rejects it: CUDA_ERROR_INVALID_IMAGE */
+    expect_rebuilt(dir, "payload the driver rejects");
+    plant(dir, entry, "tilec-sig 1\nbogus\n", NULL); /* a signature that does not parse */
+    expect_rebuilt(dir, "signature that does not parse");
+    plant(dir, entry, "tilec-sig 1\nkernel d\nentry d\nkey d<>\narch sm_90a\nthreads 64\nflags\nnparams 0\ngrid 1\nend\n",
+          NULL); /* another kernel's signature */
+    expect_rebuilt(dir, "another kernel's signature");
+
+    /* when the rebuilt kernel does not load either, that is the error: one rebuild, no loop */
+    plant(dir, entry, NULL, "not an image\n");
+    tilec_rt *rt = test_rt(0, dir);
+    tilec_rt_library *lib = test_lib(rt, "cache.fake", program);
+    const char *g[1] = {"N=1"};
+    tilec_rt_kernel *k = NULL;
+    fake_set("TILEC_FAKE_FAIL", "cuModuleLoadData=200");
+    CHECK_ERR(tilec_rt_get_kernel(lib, "c", g, 1, &k), TILEC_ERROR_DRIVER,
+              "cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE (device kernel image is invalid)");
+    fake_set("TILEC_FAKE_FAIL", NULL);
+    tilec_rt_stats st;
+    CHECK_OK(tilec_rt_get_stats(rt, &st));
+    CHECK(st.compiles == 1 && st.disk_rejects == 1 && st.disk_hits == 0);
+    CHECK_OK(tilec_rt_get_kernel(lib, "c", g, 1, &k)); /* the rebuilt entry was written: it loads now */
+    CHECK_OK(tilec_rt_get_stats(rt, &st));
+    CHECK(st.compiles == 1 && st.disk_hits == 1);
+    tilec_rt_destroy(rt);
+    CHECK(fake_live() == 0);
+    free(dir);
+}
+
+/* Cache directories that anyone else can write to, or that belong to someone else, are not
+ * used (memory only, one warning saying why); the runtime creates its directories 0700 and
+ * checks the directory at every use, not only when the runtime is created. */
+static void test_dir_trust(void)
+{
+    free(test_write("cache.fake", program));
+    char want[2048];
+    const struct {
+        const char *name;
+        mode_t mode;
+    } modes[] = {{"group-writable", 0770}, {"other-writable", 0757}, {"sticky", 01777}};
+    for (int i = 0; i < 3; i++) {
+        char *d = test_path(modes[i].name);
+        CHECK(mkdir(d, 0700) == 0 && chmod(d, modes[i].mode) == 0);
+        char *err = stderr_of(unusable, d, 0);
+        snprintf(want, sizeof want,
+                 "tilec: warning: cache directory '%s' is writable by group or others (mode %04o); caching "
+                 "compiled kernels in memory only\n",
+                 d, (unsigned)modes[i].mode);
+        CHECK_STR(err, want);
+        CHECK(count_files(d, "", NULL, 0) == 2); /* nothing written: only . and .. */
+        free(err);
+        free(d);
+    }
+    char *foreign = test_path("foreign");
+    CHECK(mkdir(foreign, 0700) == 0);
+    if (chown(foreign, 65534, 65534) != 0) {
+        printf("directory of another user: skipped (chown: %s)\n", strerror(errno));
+    } else {
+        char *err = stderr_of(unusable, foreign, 0);
+        snprintf(want, sizeof want,
+                 "tilec: warning: cache directory '%s' is owned by uid 65534, not by this user (uid %u); caching "
+                 "compiled kernels in memory only\n",
+                 foreign, (unsigned)geteuid());
+        CHECK_STR(err, want);
+        CHECK(count_files(foreign, "", NULL, 0) == 2);
+        free(err);
+    }
+    free(foreign);
+
+    /* created with mode 0700, and so are the parents it creates */
+    char *parent = test_path("fresh"), *fresh = test_path("fresh/cache");
+    umask(0);
+    tilec_rt *rt = test_rt(0, fresh);
+    umask(022);
+    CHECK_STR(tilec_rt_cache_dir(rt), fresh);
+    struct stat sb;
+    CHECK(stat(fresh, &sb) == 0 && (sb.st_mode & 07777) == 0700);
+    CHECK(stat(parent, &sb) == 0 && (sb.st_mode & 07777) == 0700);
+    /* the directory turns writable by others after the runtime checked it: not used from then on */
+    tilec_rt_library *lib = test_lib(rt, "cache.fake", program);
+    CHECK(chmod(fresh, 0777) == 0);
+    capture_start();
+    test_kernel(lib, "c", "N=1", NULL);
+    test_kernel(lib, "c", "N=2", NULL);
+    char *err = capture_end();
+    snprintf(want, sizeof want,
+             "tilec: warning: cache directory '%s' is writable by group or others (mode 0777); compiled kernels "
+             "are not read from or written to it\n",
+             fresh);
+    CHECK_STR(err, want);
+    free(err);
+    CHECK(count_files(fresh, "", NULL, 0) == 2);
+    tilec_rt_stats st;
+    CHECK_OK(tilec_rt_get_stats(rt, &st));
+    CHECK(st.compiles == 2);
+    tilec_rt_destroy(rt);
+    /* a symbolic link to a trusted directory is fine: what is checked is the directory */
+    CHECK(chmod(fresh, 0700) == 0);
+    char *link = test_path("link");
+    CHECK(symlink(fresh, link) == 0);
+    rt = test_rt(0, link);
+    CHECK_STR(tilec_rt_cache_dir(rt), link);
+    tilec_rt_destroy(rt);
+    CHECK(session(link, 0, 1).compiles == 1 && session(link, 0, 1).disk_hits == 1);
+    free(link);
+    free(parent);
+    free(fresh);
+}
+
+/* An entry file that belongs to someone else or that others can write to is not trusted. */
+static void test_entry_trust(void)
+{
+    char *dir = test_path("cache");
+    char entry[1024], lock[1024], want[2048];
+    first_entry(dir, entry, lock, sizeof entry);
+    const mode_t modes[] = {0666, 0620, 0602};
+    for (int i = 0; i < 3; i++) {
+        CHECK(chmod(entry, modes[i]) == 0);
+        char *err;
+        tilec_rt_stats st = session_err(dir, &err);
+        CHECK(st.compiles == 1 && st.disk_rejects == 1 && st.disk_hits == 0);
+        snprintf(want, sizeof want,
+                 "tilec: warning: cache entry '%s' is writable by group or others (mode %04o); compiling c<N=1> "
+                 "instead\n",
+                 entry, (unsigned)modes[i]);
+        CHECK_STR(err, want);
+        free(err);
+        struct stat sb;
+        CHECK(is_regular(entry) && stat(entry, &sb) == 0 && !(sb.st_mode & 022));
+    }
+    if (chown(entry, 65534, 65534) != 0) {
+        printf("entry of another user: skipped (chown: %s)\n", strerror(errno));
+    } else {
+        char *err;
+        tilec_rt_stats st = session_err(dir, &err);
+        CHECK(st.compiles == 1 && st.disk_rejects == 1 && st.disk_hits == 0);
+        snprintf(want, sizeof want,
+                 "tilec: warning: cache entry '%s' is owned by uid 65534, not by this user (uid %u); compiling "
+                 "c<N=1> instead\n",
+                 entry, (unsigned)geteuid());
+        CHECK_STR(err, want);
+        free(err);
+        CHECK(is_regular(entry)); /* replaced by this user's entry */
+    }
+    CHECK(session(dir, 0, 1).disk_hits == 1);
+    free(dir);
+}
+
+/* A lock that cannot be opened: the warning says why (errno's text), the kernel is compiled and
+ * its entry written all the same. */
+static void test_lock_errors(void)
+{
+    char *dir = test_path("cache");
+    char entry[1024], lock[1024], want[2048];
+    guard(30);
+    first_entry(dir, entry, lock, sizeof entry);
+    CHECK(unlink(entry) == 0 && unlink(lock) == 0 && mkdir(lock, 0700) == 0);
+    char *err;
+    tilec_rt_stats st = session_err(dir, &err);
+    CHECK(st.compiles == 1);
+    snprintf(want, sizeof want,
+             "tilec: warning: cache lock '%s' is a directory, not a regular file (Is a directory); compiling c<N=1> "
+             "without it\n",
+             lock);
+    CHECK_STR(err, want);
+    free(err);
+    CHECK(is_regular(entry));
+    CHECK(session(dir, 0, 1).disk_hits == 1);
+    alarm(0);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
     static const rt_test_case cases[] = {
         RT_TEST(test_concurrent), RT_TEST(test_corrupt),     RT_TEST(test_unusable_dir), RT_TEST(test_quiet),
         RT_TEST(test_key),        RT_TEST(test_memory_only), RT_TEST(test_default_dir),
+        RT_TEST(test_fifo_entry), RT_TEST(test_dir_entry),   RT_TEST(test_symlink_entry), RT_TEST(test_stale_lock),
+        RT_TEST(test_load_rejected), RT_TEST(test_dir_trust), RT_TEST(test_entry_trust), RT_TEST(test_lock_errors),
     };
     return rt_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
 }

@@ -78,7 +78,7 @@ typedef struct tilec_rt tilec_rt;
 
 enum tilec_rt_flags {
     TILEC_RT_NO_DISK_CACHE = 1u << 0, /* keep compiled kernels in memory only */
-    TILEC_RT_QUIET = 1u << 1,         /* do not print the cache-directory warning */
+    TILEC_RT_QUIET = 1u << 1,         /* do not print the cache-directory warning of tilec_rt_create */
     /* Run kernels on the CPU emulator (docs/debugging.md) instead of a GPU: no CUDA driver is
      * loaded, tensors are host pointers, launches are synchronous, and what the emulator finds
      * in a launch (a deadlock, a trap or failed assert, a shared-memory race) is reported as
@@ -87,9 +87,13 @@ enum tilec_rt_flags {
 };
 
 typedef struct tilec_rt_options {
-    /* Disk cache directory; NULL: $TILEC_CACHE_DIR, else $HOME/.cache/tilec. Created if missing.
-     * If it cannot be created or written, the runtime caches in memory only and prints one
-     * warning on stderr per process (unless TILEC_RT_QUIET). */
+    /* Disk cache directory; NULL: $TILEC_CACHE_DIR, else $HOME/.cache/tilec. Created if missing
+     * (mode 0700, and so are the parents it creates). It is used only if it belongs to the
+     * calling user (effective uid) and is not writable by group or others, checked here and at
+     * every use; otherwise, or if it cannot be created or written, the runtime caches in memory
+     * only and prints one warning on stderr per process saying why (unless TILEC_RT_QUIET).
+     * Entries are trusted only as regular files of that user, not writable by group or others,
+     * reached without following symbolic links (docs/runtime.md, "Caches"). */
     const char *cache_dir;
     /* Device ordinal whose primary context is used when the calling thread has no current
      * context at tilec_rt_create. Ignored when a context is current. */
@@ -126,10 +130,12 @@ TILEC_RT_API const char *tilec_rt_cache_dir(const tilec_rt *rt);
 /* Counters since tilec_rt_create, over all libraries of rt. */
 typedef struct tilec_rt_stats {
     uint64_t memory_hits; /* tilec_rt_get_kernel answered from memory */
-    uint64_t disk_hits;   /* loaded from the disk cache */
+    uint64_t disk_hits;   /* loaded from the disk cache (the load succeeded) */
     uint64_t aot_hits;    /* loaded from an AOT fatbin */
     uint64_t compiles;    /* compiled by the JIT */
-    uint64_t disk_rejects; /* disk entries found corrupt, truncated or foreign, then rebuilt */
+    uint64_t disk_rejects; /* disk entries not used, then rebuilt: corrupt, truncated or foreign;
+                            * not a regular file, a symbolic link, another user's or writable by
+                            * group or others; or valid but rejected by the driver or emulator */
 } tilec_rt_stats;
 
 /* Copies the counters into *out. Errors: TILEC_ERROR_INVALID_ARGUMENT if rt or out is NULL. */
@@ -177,8 +183,11 @@ typedef struct tilec_rt_kernel tilec_rt_kernel;
 /* Returns the specialisation of `kernel` for the generic values `generics` ("NAME=VALUE" strings,
  * in any order, as tilec_compile takes them: "T=bf16", "BLOCK=128", "mask=present"). Values not
  * given take the kernel's defaults. Looked up in memory, then in the AOT manifest (which must
- * list exactly the given names), then in the disk cache; compiled on a miss. *out is owned by
- * the library and stays valid until the library is closed.
+ * list exactly the given names), then in the disk cache; compiled on a miss. The disk cache
+ * never makes this call fail or block for long: an entry it does not trust, or that does not
+ * load, is rebuilt; a key another process holds locked longer than the bound (5 s,
+ * $TILEC_CACHE_LOCK_TIMEOUT) is compiled here anyway, with a warning. *out is owned by the
+ * library and stays valid until the library is closed.
  * Errors: TILEC_ERROR_INVALID_ARGUMENT (NULL arguments, a malformed or repeated generic);
  *         TILEC_ERROR_NOT_FOUND (no such kernel; or not in the manifest and no source);
  *         TILEC_ERROR_COMPILE (compilation failed; the message holds the diagnostics);
