@@ -28,7 +28,7 @@ def cuda_exp(x):
     global _expf
     if _expf is None:
         lib = _libtilec()
-        tables = sorted(glob.glob(os.path.join(ROOT, "compiler", "data", "mufu_ex2*.bin")))
+        tables = sorted(glob.glob(os.path.join(ROOT, "numerics", "data", "mufu_ex2*.bin")))
         assert lib is not None and tables, "libtilec (loaded by tilec._native) or the MUFU tables are missing"
         err = ctypes.create_string_buffer(256)
         for path in tables:

@@ -554,12 +554,20 @@ def test_top_level():
 # ---- signatures -------------------------------------------------------------------------------------
 
 SIGNATURE_CASES = [(m, n) for m, fns in TK_SIGNATURES.items() for n in fns]
+# keyword-only parameters tilec adds to TileKernels' functions (docs/kernels/moe.md): the counter of
+# out-of-range indices and positions the kernels drop
+TILEC_KEYWORD_EXTRAS = {"invalid_count"}
 
 
 @pytest.mark.parametrize("module, name", SIGNATURE_CASES, ids=[f"{m}.{n}" for m, n in SIGNATURE_CASES])
 def test_signature(module, name):
     fn = getattr(tilec_module(module), name)
-    got = list(inspect.signature(fn).parameters.values())
+    params = list(inspect.signature(fn).parameters.values())
+    got = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    # tilec's additions come after TileKernels' parameters, keyword-only, defaulting to None
+    for p in params[len(got):]:
+        assert p.kind is inspect.Parameter.KEYWORD_ONLY and p.name in TILEC_KEYWORD_EXTRAS and p.default is None, \
+            f"tilec.{module}.{name}: {p.name}"
     want = parse_params(TK_SIGNATURES[module][name])
     assert [p.name for p in got] == [w[0] for w in want], f"tilec.{module}.{name}{inspect.signature(fn)}"
     for p, (pname, has_default, default) in zip(got, want):

@@ -135,11 +135,19 @@ def test_get_fused_mapping_no_sync_upper_bound():
 
 
 def test_get_fused_mapping_too_small_is_safe():
+    """A num_expanded_tokens below the slots needed: the entries past it are dropped (their
+    token_topk_to_pos is -1, so expand_to_fused never writes past its output) and counted."""
     idx = routing(200, 6, 16, holes=0.0, seed=4)
-    out = moe.get_fused_mapping(idx, 16, 100, 16)       # needs ~1200 slots: the rest is dropped
-    want = ref.get_fused_mapping(idx, 16, 0, 16)
-    assert_equal(out[0], want[0][:100])
-    assert_equal(out[3], want[3])
+    bad = torch.zeros(1, dtype=torch.int32)
+    out = moe.get_fused_mapping(idx, 16, 100, 16, invalid_count=bad)   # needs ~1200 slots
+    full = ref.get_fused_mapping(idx, 16, 0, 16)
+    assert_equal(out[0], full[0][:100])
+    assert_equal(out[3], torch.where(full[3] < 100, full[3], -1))
+    for g, w in zip(out[:7], ref.get_fused_mapping(idx, 16, 100, 16)[:7]):
+        assert_equal(g, w)
+    assert bad.item() == int((full[3] >= 100).sum())
+    x = torch.randn(200, 256).bfloat16()
+    assert_equal(moe.expand_to_fused(x, out[3], out[0]), ref.expand_to_fused(x, out[3], out[0]))
 
 
 def mapping(T, K, E, align=16, seed=0):
@@ -293,3 +301,117 @@ def test_reduce_fused_keeps_negative_zero():
         got, want = moe.reduce_fused(xin, wt, ttp), ref.reduce_fused(xin, wt, ttp)
         assert_equal(got, want)
     assert torch.signbit(moe.reduce_fused(x, w, ttp)[0]).all()
+
+
+# ---- out-of-range indices and positions (checked on the device) -----------------------------
+# The rule: an index or position outside its range is treated as -1 (dropped), never
+# dereferenced (the emulator's bounds check fails a launch that reads or writes outside a
+# tensor), and counted into invalid_count when the caller passes one. Each kernel run on hostile
+# values is compared with the same function on the values replaced by -1.
+
+def hostile(x, lo, hi, seed=0):
+    """x with a few entries set to values outside [lo, hi): hi, hi + 7, lo - 1, lo - 9 and, where
+    the dtype holds them, 2^32 + 1 (1 once truncated to 32 bits) and -2^40; returns (hostile x, x
+    with those entries -1, their count)."""
+    g = torch.Generator().manual_seed(seed)
+    vals = torch.tensor([hi, hi + 7, lo - 1, lo - 9, 2 ** 32 + 1, -2 ** 40], dtype=torch.int64)
+    if x.dtype == torch.int32:
+        vals = vals[(vals >= -2 ** 31) & (vals < 2 ** 31)]
+    flat = x.clone().reshape(-1)
+    where = torch.randperm(flat.numel(), generator=g)[:min(flat.numel(), 12)]
+    flat[where] = vals[torch.arange(where.numel()) % vals.numel()].to(x.dtype)
+    clean = flat.clone()
+    clean[where] = -1
+    return flat.view(x.shape), clean.view(x.shape), where.numel()
+
+
+def counter():
+    return torch.zeros(1, dtype=torch.int32)
+
+
+@pytest.mark.parametrize("T, K, E", [(40, 6, 9), (900, 8, 32)])   # one block; count, scan and scatter
+def test_get_fused_mapping_out_of_range_indices(T, K, E):
+    idx, clean, n = hostile(routing(T, K, E, seed=T), -1, E)
+    bad = counter()
+    got = moe.get_fused_mapping(idx, E, 0, 16, invalid_count=bad)
+    want = moe.get_fused_mapping(clean, E, 0, 16)
+    for g, w in zip(got[:7], want[:7]):
+        assert_equal(g, w)
+    assert got[7] == want[7] and bad.item() == n
+    for g, w in zip(got[:7], ref.get_fused_mapping(idx, E, 0, 16)[:7]):   # the reference's rule too
+        assert_equal(g, w)
+
+
+def test_expand_and_reduce_out_of_range_positions():
+    T, K, E, H = 33, 6, 9, 256
+    p2e, _, _, ttp, *_ = mapping(T, K, E, seed=5)
+    N = p2e.shape[0]
+    http, cttp, n = hostile(ttp, -1, N, seed=1)
+    x = torch.randn(T, H).bfloat16()
+    # the slots a dropped position pointed at are written by no token: their rows are unspecified
+    defined = (p2e < 0).clone()
+    defined[cttp[cttp >= 0].long()] = True
+    bad = counter()
+    got = moe.expand_to_fused(x, http, p2e, invalid_count=bad)
+    assert_equal(got[defined], ref.expand_to_fused(x, cttp, p2e)[defined])
+    assert bad.item() == n
+    q, sf = torch.randint(0, 255, (T, H), dtype=torch.uint8), torch.rand(T, H // 128)
+    bad = counter()
+    got = moe.expand_to_fused_with_sf((q, sf), 128, http, p2e, invalid_count=bad)
+    want = ref.expand_to_fused_with_sf((q, sf), 128, cttp, p2e)
+    assert_equal(got[0][defined], want[0][defined])
+    assert_equal(got[1][defined], want[1][defined])
+    assert bad.item() == n
+    xe = torch.randn(N, H).bfloat16()
+    w = torch.rand(T, K)
+    bad = counter()
+    assert_equal(moe.reduce_fused(xe, w, http, invalid_count=bad), ref.reduce_fused(xe, w, cttp))
+    assert bad.item() == n
+    assert_equal(moe.reduce_fused(xe, w, http), ref.reduce_fused(xe, w, cttp))   # no counter: the same result
+
+
+@pytest.mark.parametrize("T", [50, 2000])   # one block; several blocks with atomics
+def test_histograms_out_of_range_indices(T):
+    idx, clean, n = hostile(routing(T, 6, 16, seed=T), -1, 16, seed=2)
+    bad = counter()
+    assert_equal(moe.group_count(idx, 16, invalid_count=bad), ref.group_count(clean, 16))
+    assert bad.item() == n
+    bad = counter()
+    got = moe.aux_fi(idx, 16, 6, invalid_count=bad)
+    assert calc_diff(got, ref.aux_fi(clean, 16, 6)) < 1e-12 and bad.item() == n
+
+
+def test_inplace_unique_out_of_range_values():
+    g = torch.randint(-1, 8, (30, 6), dtype=torch.int64)
+    hg, clean, n = hostile(g, -1, 64, seed=3)     # num_groups 8: values must lie in [0, 64)
+    bad = counter()
+    moe.inplace_unique_group_indices(hg, 8, invalid_count=bad)
+    ref.inplace_unique_group_indices(clean, 8)
+    assert_equal(hg, clean)
+    assert bad.item() == n
+
+
+def test_top2_sum_gate_out_of_range_fixed_indices_and_counts():
+    T, E, K, S, X = 23, 256, 8, 2, 3
+    logits, bias = torch.randn(T, E), torch.randn(E) * 0.1
+    fixed = torch.ones(T, dtype=torch.bool)
+    un = torch.stack([torch.randperm(E)[:K] for _ in range(T)])
+    hun, cun, n = hostile(un, 0, E, seed=4)
+    count = torch.randint(1, X + 1, (E + S,), dtype=torch.int32)
+    count[[3, 250, E + 1]] = torch.tensor([0, -5, X + 1], dtype=torch.int32)   # replica counts outside [1, X]
+    pmap = torch.randint(0, E, (E + S, X), dtype=torch.int32)
+    args = (K, 4, 8, True, S, 1.5, 1, 4, 1, 2, "sigmoid")
+    bad = counter()
+    idx, w = moe.top2_sum_gate(logits, bias, *args, fix_routing_mask=fixed, to_physical_map=pmap,
+                               logical_count=count, unmapped_topk_idx=hun.clone(), invalid_count=bad)
+    # expected: a bad fixed index is a -1 pick with weight 0; a slot whose expert has a bad replica
+    # count is -1 with weight 0; every other slot as the reference gives it
+    ridx, rw = ref.top2_sum_gate(logits, bias, *args, fix_routing_mask=fixed, to_physical_map=pmap,
+                                 logical_count=count.clamp(1, X), unmapped_topk_idx=cun.clamp(min=0))
+    logical = torch.cat([cun, torch.arange(E, E + S).expand(T, S)], dim=1)
+    drop = (logical < 0) | ((logical >= 0) & ~((count >= 1) & (count <= X))[logical.clamp(min=0)])
+    assert torch.equal(idx[drop], torch.full_like(idx[drop], -1)) and not w[drop].any()
+    assert torch.equal(idx[~drop], ridx[~drop])
+    n_count = int((drop & (logical >= 0)).sum())
+    assert bad.item() == n + n_count
+    assert n_count > 0

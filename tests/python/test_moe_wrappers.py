@@ -105,10 +105,10 @@ def test_top2_sum_gate_plain(rec):
     name, gen, args, _ = rec.calls[0]
     assert name == "top2_sum_gate"
     assert gen == ("E=72", "K=6", "S=0", "NG=0", "NTG=0", "SCORING=0", "mask=absent", "fix_routing_mask=absent",
-                   "to_physical_map=absent", "logical_count=absent", "unmapped_topk_idx=absent")
+                   "to_physical_map=absent", "logical_count=absent", "unmapped_topk_idx=absent", "invalid=absent")
     assert args[0] is a["logits"] and args[2] is idx and args[3] is w
-    assert args[4:9] == (None,) * 5
-    assert args[9:] == (1.5, 0, 18, 1, 2)  # scale, ep_rank, R = 72 // 4, tp_rank, num_tp_ranks
+    assert args[4:10] == (None,) * 6
+    assert args[10:] == (1.5, 0, 18, 1, 2)  # scale, ep_rank, R = 72 // 4, tp_rank, num_tp_ranks
 
 
 def test_top2_sum_gate_all_options(rec):
@@ -124,10 +124,10 @@ def test_top2_sum_gate_all_options(rec):
     assert idx.shape == (T, 10) and w.shape == (T, 10)
     name, gen, args, _ = rec.calls[0]
     assert gen == ("E=256", "K=8", "S=2", "NG=8", "NTG=4", "SCORING=1", "mask=present", "fix_routing_mask=present",
-                   "to_physical_map=present", "logical_count=present", "unmapped_topk_idx=present")
+                   "to_physical_map=present", "logical_count=present", "unmapped_topk_idx=present", "invalid=absent")
     assert args[4].dtype == torch.uint8 and args[4].shape == (T,) and args[5].dtype == torch.uint8
     assert args[8] is a["unmapped_topk_idx"]
-    assert args[10:12] == (3, (256 + 32) // 4)
+    assert args[11:13] == (3, (256 + 32) // 4)
 
 
 def test_top2_sum_gate_groups_all_kept_is_ungrouped(rec):
@@ -189,7 +189,7 @@ def test_fused_mapping_single_block(rec):
     r = moe.get_fused_mapping(idx, 32, 1000, 16, force_no_sync=True)
     assert len(rec.calls) == 1
     name, gen, args, _ = rec.calls[0]
-    assert name == "fused_scatter" and gen == ("E=32", "K=8", "SINGLE=true", "part=absent")
+    assert name == "fused_scatter" and gen == ("E=32", "K=8", "SINGLE=true", "part=absent", "invalid=absent")
     assert args[0].shape == (800,) and args[1] is None and args[-2:] == (0, 16)
     assert [t.shape for t in r[:7]] == [(1000,)] * 3 + [(100, 8)] + [(32,)] * 3
     assert all(t.dtype == torch.int32 for t in r[:7]) and r[7] == []
@@ -209,7 +209,7 @@ def test_fused_mapping_three_kernels(rec):
     count, scan, scatter = rec.calls
     assert count[2][2] == cb and count[2][1].shape == (nb + 1, E)
     assert scan[2][0] is count[2][1] and scan[2][-1] == 128
-    assert scatter[1] == ("E=72", "K=9", "SINGLE=false", "part=present") and scatter[2][-2:] == (cb, 128)
+    assert scatter[1] == ("E=72", "K=9", "SINGLE=false", "part=present", "invalid=absent") and scatter[2][-2:] == (cb, 128)
 
 
 def test_fused_mapping_sync_trims(rec):
@@ -249,7 +249,7 @@ def test_expand_specialisation(rec, dtype, H, gens):
     out = moe.expand_to_fused(x, ttp, pte)
     assert out.shape == (7, H) and out.dtype == dtype
     name, gen, args, _ = rec.calls[0]
-    assert name == "expand_to_fused" and gen == gens
+    assert name == "expand_to_fused" and gen == gens + ("invalid=absent",)
     assert args[0].data_ptr() == x.data_ptr() and args[3].data_ptr() == out.data_ptr()
 
 
@@ -291,7 +291,7 @@ def test_expand_with_sf_layouts(rec, col):
     else:
         assert out_sf.shape == (N, 4) and out_sf.stride() == (4, 1) and out_sf.dtype == torch.float32
     name, gen, args, _ = rec.calls[0]
-    assert name == "expand_to_fused_with_sf" and gen == ("V=i32", "H=128", "BH=128", "K=2", "NT=32")
+    assert name == "expand_to_fused_with_sf" and gen == ("V=i32", "H=128", "BH=128", "K=2", "NT=32", "invalid=absent")
     assert args[1].dtype == torch.int32 and args[5].data_ptr() == out_sf.data_ptr()
     assert args[5].stride() == out_sf.stride()
 
@@ -327,7 +327,7 @@ def test_reduce_specialisation(rec, dtype, fmt, H, tail):
     assert out.shape == (T, H) and out.dtype == (torch.float8_e4m3fn if fmt else dtype)
     name, gen, args, _ = rec.calls[0]
     assert name == "reduce_fused" and gen[:7] == tail
-    assert gen[7:] == ("topk_weights=present", "x_sf=absent", "sf=present" if fmt else "sf=absent")
+    assert gen[7:] == ("topk_weights=present", "x_sf=absent", "sf=present" if fmt else "sf=absent", "invalid=absent")
     assert args[0] is x and args[1] is ttp and args[2] is w and args[3] is None and args[5] is out
 
 
@@ -339,7 +339,7 @@ def test_reduce_quant_input_and_out(rec):
     assert r is out
     name, gen, args, _ = rec.calls[0]
     assert gen == ("TX=bf16", "TO=bf16", "H=256", "K=2", "NT=32", "V=1", "OA=8", "topk_weights=absent", "x_sf=present",
-                   "sf=absent")
+                   "sf=absent", "invalid=absent")
     assert args[3] is xs
     out2 = torch.zeros((T, H + 1), dtype=torch.bfloat16)[:, :H]
     moe.reduce_fused(x, None, torch.zeros((T, K), dtype=torch.int32), out=out2)
@@ -394,10 +394,10 @@ def test_group_count_and_aux_fi(rec, T, single):
     assert c.shape == (32,) and c.dtype == torch.int32 and f.shape == (32,) and f.dtype == torch.float32
     (n1, g1, a1, s1), (n2, g2, a2, s2) = rec.calls
     assert n1 == n2 == "moe_histogram" and s1 == s2 == 132
-    assert g1 == ("E=32", f"SINGLE={'true' if single else 'false'}", "counts=present", "freq=absent")
-    assert g2 == ("E=32", f"SINGLE={'true' if single else 'false'}", "counts=absent", "freq=present")
+    assert g1 == ("E=32", f"SINGLE={'true' if single else 'false'}", "counts=present", "freq=absent", "invalid=absent")
+    assert g2 == ("E=32", f"SINGLE={'true' if single else 'false'}", "counts=absent", "freq=present", "invalid=absent")
     assert a1[0].shape == (T * 8,) and a1[1] is c and a1[2] is None
-    assert a2[1] is None and a2[2] is f and a2[3] == float(T * 6)
+    assert a2[1] is None and a2[2] is f and a2[3] is None and a2[4] == float(T * 6)
     if not single:  # several blocks add into zeroed outputs
         assert int(c.abs().sum()) == 0 and float(f.abs().sum()) == 0.0
 
@@ -438,7 +438,8 @@ def test_mask_indices_errors(rec):
 def test_inplace_unique(rec):
     g = torch.zeros((5, 9), dtype=torch.int64)
     assert moe.inplace_unique_group_indices(g, 72) is None
-    assert rec.calls[0][:2] == ("inplace_unique_group_indices", ("K=9",)) and rec.calls[0][2] == (g, 128)
+    assert rec.calls[0][:2] == ("inplace_unique_group_indices", ("K=9", "invalid=absent"))
+    assert rec.calls[0][2] == (g, None, 128)
     moe.inplace_unique_group_indices(torch.zeros((0, 9), dtype=torch.int64), 8)
     assert len(rec.calls) == 1
     with raises("inplace_unique_group_indices: num_groups must be in [1, 128], got 129"):

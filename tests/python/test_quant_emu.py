@@ -498,7 +498,7 @@ def test_unpack_from_e2m1fn_x2():
                 got = v.view(-1)[2 * i + half]
                 assert got.view(torch.int32) == want.view(torch.int32)  # -0.0 for code 8
     assert Q.unpack_from_e2m1fn_x2(b, torch.bfloat16).dtype == torch.bfloat16
-    with pytest.raises(AssertionError):
+    with pytest.raises(ValueError, match="^unpack_from_e2m1fn_x2: x must be int8 or uint8"):
         Q.unpack_from_e2m1fn_x2(torch.zeros(4, dtype=torch.int16))
 
 

@@ -7,7 +7,7 @@ import torch
 from .. import _runtime
 from ..quant.common import QuantTensor
 from ..utils import align, ceil_div
-from .common import check_tensor
+from .common import check_int, check_tensor, invalid_counter, present
 
 _RAW = {1: (torch.uint8, "u8"), 2: (torch.int16, "i16"), 4: (torch.int32, "i32")}
 
@@ -44,13 +44,18 @@ def _check_mapping(fn, x, token_topk_to_pos, pos_to_expert):
                          f"got {token_topk_to_pos.shape[0]}")
 
 
-def expand_to_fused(x: torch.Tensor, token_topk_to_pos: torch.Tensor, pos_to_expert: torch.Tensor) -> torch.Tensor:
+def expand_to_fused(x: torch.Tensor, token_topk_to_pos: torch.Tensor, pos_to_expert: torch.Tensor, *,
+                    invalid_count=None) -> torch.Tensor:
     """Rows of ``x`` (T, H), any dtype, copied to their expert slots: out (N, H) with
-    ``out[token_topk_to_pos[t, k]] = x[t]`` and zero rows where ``pos_to_expert < 0``."""
+    ``out[token_topk_to_pos[t, k]] = x[t]`` and zero rows where ``pos_to_expert < 0``. A position
+    outside [-1, N) is dropped (nothing written; checked on the device, no synchronisation) and
+    counted into ``invalid_count`` when given (a one-element int32 tensor the kernel adds to)."""
     fn = "expand_to_fused"
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or not x.is_contiguous():
         raise ValueError(f"{fn}: x must be a contiguous 2-D tensor")
     _check_mapping(fn, x, token_topk_to_pos, pos_to_expert)
+    invalid = invalid_counter(fn, invalid_count, x, x=x, token_topk_to_pos=token_topk_to_pos,
+                              pos_to_expert=pos_to_expert)
     T, H = x.shape
     N = pos_to_expert.shape[0]
     out = torch.empty((N, H), dtype=x.dtype, device=x.device)
@@ -59,17 +64,20 @@ def expand_to_fused(x: torch.Tensor, token_topk_to_pos: torch.Tensor, pos_to_exp
     xr, outr = _raw(x), _raw(out)
     bh, nt = _row_chunks(xr.shape[1], xr.element_size())
     gens = (f"V={_RAW[xr.element_size()][1]}", f"H={xr.shape[1]}", f"BH={bh}", f"K={token_topk_to_pos.shape[1]}",
-            f"NT={nt}")
-    _runtime.kernel("expand_to_fused", gens, x).launch(xr, token_topk_to_pos, pos_to_expert, outr, stream=_runtime.stream(x))
+            f"NT={nt}", present("invalid", invalid))
+    _runtime.kernel("expand_to_fused", gens, x).launch(xr, token_topk_to_pos, pos_to_expert, outr, invalid,
+                                                       stream=_runtime.stream(x))
     return out
 
 
 def expand_to_fused_with_sf(x: QuantTensor, num_per_channels: int, token_topk_to_pos: torch.Tensor,
-                            pos_to_expert: torch.Tensor, use_tma_aligned_col_major_sf: bool = False):
+                            pos_to_expert: torch.Tensor, use_tma_aligned_col_major_sf: bool = False, *,
+                            invalid_count=None):
     """expand_to_fused of quantised data and its per-token scales: returns (out (N, H), out_sf
     (N, Hsf)), out_sf row-major, or with ``use_tma_aligned_col_major_sf`` the transposed view of a
     (Hsf, align(N, 4)) buffer (strides (1, align(N, 4))). Scales are f32, or int32 words of four
-    packed UE8M0 bytes (column-major only); padding slots get zero scales."""
+    packed UE8M0 bytes (column-major only); padding slots get zero scales. Positions outside
+    [-1, N) are dropped and counted as in :func:`expand_to_fused`."""
     fn = "expand_to_fused_with_sf"
     if not isinstance(x, (tuple, list)) or len(x) != 2:
         raise ValueError(f"{fn}: x must be a (data, sf) pair")
@@ -77,6 +85,7 @@ def expand_to_fused_with_sf(x: QuantTensor, num_per_channels: int, token_topk_to
     if not isinstance(data, torch.Tensor) or data.dim() != 2 or not data.is_contiguous():
         raise ValueError(f"{fn}: the data must be a contiguous 2-D tensor")
     check_tensor(fn, "sf", sf, (torch.float32, torch.int32), 2)
+    check_int(fn, "num_per_channels", num_per_channels)
     if num_per_channels not in (32, 128):
         raise ValueError(f"{fn}: num_per_channels must be 32 or 128, got {num_per_channels}")
     T, H = data.shape
@@ -88,6 +97,8 @@ def expand_to_fused_with_sf(x: QuantTensor, num_per_channels: int, token_topk_to
     if tuple(sf.shape) != (T, ng):
         raise ValueError(f"{fn}: sf must be ({T}, {ng}), got {tuple(sf.shape)}")
     _check_mapping(fn, data, token_topk_to_pos, pos_to_expert)
+    invalid = invalid_counter(fn, invalid_count, data, x=data, sf=sf, token_topk_to_pos=token_topk_to_pos,
+                              pos_to_expert=pos_to_expert)
     N = pos_to_expert.shape[0]
     dev = data.device
     out = torch.empty((N, H), dtype=data.dtype, device=dev)
@@ -100,8 +111,8 @@ def expand_to_fused_with_sf(x: QuantTensor, num_per_channels: int, token_topk_to
     xr, outr = _raw(data), _raw(out)
     bh, nt = _row_chunks(xr.shape[1], xr.element_size())
     gens = (f"V={_RAW[xr.element_size()][1]}", f"H={xr.shape[1]}", f"BH={bh}", f"K={token_topk_to_pos.shape[1]}",
-            f"NT={nt}")
+            f"NT={nt}", present("invalid", invalid))
     osf = out_sf.view(torch.int32) if out_sf.dtype != torch.int32 else out_sf
     _runtime.kernel("expand_to_fused_with_sf", gens, data).launch(
-        xr, sf.view(torch.int32), token_topk_to_pos, pos_to_expert, outr, osf, stream=_runtime.stream(data))
+        xr, sf.view(torch.int32), token_topk_to_pos, pos_to_expert, outr, osf, invalid, stream=_runtime.stream(data))
     return out, out_sf

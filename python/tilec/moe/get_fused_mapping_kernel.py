@@ -6,14 +6,14 @@ import torch
 from .. import _runtime
 from ..config import get_num_sms
 from ..utils import align, ceil_div
-from .common import check_tensor
+from .common import check_int, check_tensor, invalid_counter, present
 
 # one block does the whole job below this many (token, k) entries (decode): a single launch
 _SINGLE_MAPPING = 4096
 
 
 def get_fused_mapping(topk_idx: torch.Tensor, num_experts: int, num_expanded_tokens: int, alignment: int,
-                      force_no_sync: bool = False):
+                      force_no_sync: bool = False, *, invalid_count=None):
     """The expert-major layout of (T, K) routing indices (spec §1.4): every expert owns
     ``alignment``-padded consecutive slots, filled in ascending flattened index t * K + k.
     Returns (pos_to_expert, pos_to_token, pos_to_token_topk, token_topk_to_pos, expert_start,
@@ -21,18 +21,21 @@ def get_fused_mapping(topk_idx: torch.Tensor, num_experts: int, num_expanded_tok
     ``num_expanded_tokens == 0`` the slot count is an upper bound; unless ``force_no_sync``, the
     host then reads the counts (a synchronisation) and trims the three pos_to_* arrays. With
     ``force_no_sync`` and 0, the untrimmed upper-bound layout is returned (TileKernels wrote out
-    of bounds there). A ``num_expanded_tokens`` below the slots needed is a caller error: slots
-    past it are dropped, never written out of bounds."""
+    of bounds there).
+
+    Checked on the device, with no synchronisation: an index outside [-1, num_experts) (any int64
+    value) and an entry whose slot would be at or past ``num_expanded_tokens`` (a caller's too
+    small size) are dropped — treated as -1, token_topk_to_pos -1, nothing written for them — and
+    counted into ``invalid_count`` when given (a one-element int32 tensor the kernel adds to)."""
     fn = "get_fused_mapping"
     check_tensor(fn, "topk_idx", topk_idx, (torch.int64,), 2)
     T, K = topk_idx.shape
-    E = num_experts
-    if not 1 <= E <= 1024:
-        raise ValueError(f"{fn}: num_experts must be in [1, 1024], got {E}")
-    if alignment < 1:
-        raise ValueError(f"{fn}: alignment must be positive, got {alignment}")
-    if num_expanded_tokens < 0:
-        raise ValueError(f"{fn}: num_expanded_tokens must be >= 0, got {num_expanded_tokens}")
+    E = check_int(fn, "num_experts", num_experts, 1, 1024)
+    check_int(fn, "alignment", alignment, 1)
+    check_int(fn, "num_expanded_tokens", num_expanded_tokens, 0)
+    if not isinstance(force_no_sync, bool):
+        raise ValueError(f"{fn}: force_no_sync must be a bool, got {type(force_no_sync).__name__}")
+    invalid = invalid_counter(fn, invalid_count, topk_idx, topk_idx=topk_idx)
     TK = T * K
     bound = (TK + (alignment - 1) * E) // alignment * alignment
     if max(bound, num_expanded_tokens) >= 2 ** 31:
@@ -49,9 +52,10 @@ def get_fused_mapping(topk_idx: torch.Tensor, num_experts: int, num_expanded_tok
     counts = torch.empty(E, dtype=torch.int32, device=dev)
     stream = _runtime.stream(topk_idx)
     flat = topk_idx.view(TK)
-    outs = (pos_to_expert, pos_to_token, pos_to_token_topk, ttp.view(TK), start, end, counts)
+    outs = (pos_to_expert, pos_to_token, pos_to_token_topk, ttp.view(TK), start, end, counts, invalid)
+    inv = present("invalid", invalid)
     if TK <= _SINGLE_MAPPING:
-        _runtime.kernel("fused_scatter", (f"E={E}", f"K={K}", "SINGLE=true", "part=absent"), topk_idx).launch(
+        _runtime.kernel("fused_scatter", (f"E={E}", f"K={K}", "SINGLE=true", "part=absent", inv), topk_idx).launch(
             flat, None, *outs, 0, alignment, stream=stream)
     else:
         cb = align(ceil_div(TK, get_num_sms()), 256)
@@ -59,7 +63,7 @@ def get_fused_mapping(topk_idx: torch.Tensor, num_experts: int, num_expanded_tok
         part = torch.empty((nb + 1, E), dtype=torch.int32, device=dev)
         _runtime.kernel("fused_count", (f"E={E}",), topk_idx).launch(flat, part, cb, stream=stream)
         _runtime.kernel("fused_scan", (f"E={E}",), topk_idx).launch(part, start, end, counts, alignment, stream=stream)
-        _runtime.kernel("fused_scatter", (f"E={E}", f"K={K}", "SINGLE=false", "part=present"), topk_idx).launch(
+        _runtime.kernel("fused_scatter", (f"E={E}", f"K={K}", "SINGLE=false", "part=present", inv), topk_idx).launch(
             flat, part, *outs, cb, alignment, stream=stream)
     counts_list = []
     if sync:

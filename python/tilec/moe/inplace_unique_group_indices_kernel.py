@@ -3,19 +3,21 @@ import torch
 
 from .. import _runtime
 from ..utils import align
-from .common import check_tensor
+from .common import check_int, check_tensor, invalid_counter, present
 
 
-def inplace_unique_group_indices(group_indices: torch.Tensor, num_groups: int) -> None:
-    """In place: an entry >= 0 that repeats an earlier entry of its row becomes -1. Values must be
-    -1 or in [0, align(num_groups, 64)) (checked on the device)."""
+def inplace_unique_group_indices(group_indices: torch.Tensor, num_groups: int, *, invalid_count=None) -> None:
+    """In place: an entry >= 0 that repeats an earlier entry of its row becomes -1. Values are -1
+    or in [0, align(num_groups, 64)); any other value becomes -1 too, counted into
+    ``invalid_count`` when given (checked on the device: no synchronisation)."""
     fn = "inplace_unique_group_indices"
     check_tensor(fn, "group_indices", group_indices, (torch.int64,), 2)
-    if not 1 <= num_groups <= 128:
-        raise ValueError(f"{fn}: num_groups must be in [1, 128], got {num_groups}")
+    check_int(fn, "num_groups", num_groups, 1, 128)
+    invalid = invalid_counter(fn, invalid_count, group_indices, group_indices=group_indices)
     T, K = group_indices.shape
     if T * K == 0:
         return None
-    _runtime.kernel("inplace_unique_group_indices", (f"K={K}",), group_indices).launch(group_indices, align(num_groups, 64),
-                                                                 stream=_runtime.stream(group_indices))
+    gens = (f"K={K}", present("invalid", invalid))
+    _runtime.kernel("inplace_unique_group_indices", gens, group_indices).launch(
+        group_indices, invalid, align(num_groups, 64), stream=_runtime.stream(group_indices))
     return None

@@ -3,7 +3,7 @@
 import torch
 
 from .. import _runtime
-from .common import check_tensor
+from .common import check_int, check_tensor
 
 _INT_NAMES = {torch.int8: "i8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8"}
 
@@ -15,6 +15,8 @@ def mask_indices_by_tp(indices: torch.Tensor, n: int, num_ep_ranks: int, tp_rank
     densely; every other entry (and every negative one) becomes -1. Same dtype as ``indices``."""
     fn = "mask_indices_by_tp"
     check_tensor(fn, "indices", indices, tuple(_INT_NAMES), 2)
+    for name, v in (("n", n), ("num_ep_ranks", num_ep_ranks), ("tp_rank", tp_rank), ("num_tp_ranks", num_tp_ranks)):
+        check_int(fn, name, v)
     if num_ep_ranks < 1 or n // num_ep_ranks < 1:
         raise ValueError(f"{fn}: n // num_ep_ranks (experts per EP rank) must be positive, got n={n}, "
                          f"num_ep_ranks={num_ep_ranks}")

@@ -5,7 +5,7 @@ import torch
 
 from .. import _runtime
 from ..quant.common import QuantTensor
-from .common import check_tensor, present
+from .common import check_no_overlap, check_tensor, invalid_counter, present
 
 
 def _reduce_chunk(vectors: int) -> Tuple[int, int]:
@@ -24,11 +24,14 @@ def _reduce_chunk(vectors: int) -> Tuple[int, int]:
 
 def reduce_fused(x: Union[torch.Tensor, QuantTensor], topk_weights: Optional[torch.Tensor],
                  token_topk_to_pos: torch.Tensor, fp8_format: str = "", sf: Optional[torch.Tensor] = None,
-                 out: Optional[torch.Tensor] = None) -> torch.Tensor:
+                 out: Optional[torch.Tensor] = None, *, invalid_count=None) -> torch.Tensor:
     """Weighted sum of expert rows back to tokens (spec §1.7), bit-exact: for each token,
     ``acc = fma(x[p], s, acc)`` over its valid slots p in k order, s = weight (or 1) times the
     row scale ``x_sf[p]`` when x is (x, x_sf); then ``acc * sf[0]``; out in x's dtype (bf16
-    rounded to nearest even) or, with fp8_format 'e4m3', e4m3 saturating at ±448."""
+    rounded to nearest even) or, with fp8_format 'e4m3', e4m3 saturating at ±448. A position
+    outside [-1, N) is skipped like -1 (checked on the device, no synchronisation) and counted
+    into ``invalid_count`` when given (a one-element int32 tensor the kernel adds to). ``out``
+    must not overlap an input."""
     fn = "reduce_fused"
     x_sf = None
     if isinstance(x, (tuple, list)):
@@ -70,6 +73,9 @@ def reduce_fused(x: Union[torch.Tensor, QuantTensor], topk_weights: Optional[tor
             raise ValueError(f"{fn}: out must be {str(odt).replace('torch.', '')}, got {str(out.dtype).replace('torch.', '')}")
         if out.stride(1) != 1 and H > 1:
             raise ValueError(f"{fn}: out must have unit stride along the hidden dimension")
+    ins = dict(x=x, x_sf=x_sf, topk_weights=topk_weights, token_topk_to_pos=token_topk_to_pos, sf=sf)
+    check_no_overlap(fn, "out", out, **ins)
+    invalid = invalid_counter(fn, invalid_count, x, out=out, **ins)
     if T == 0:
         return out
     nt, nv = _reduce_chunk(H // 8)
@@ -79,7 +85,8 @@ def reduce_fused(x: Union[torch.Tensor, QuantTensor], topk_weights: Optional[tor
     tx = "f32" if x.dtype == torch.float32 else "bf16"
     gens = (f"TX={tx}", f"TO={'e4m3' if fp8_format else tx}", f"H={H}", f"K={K}",
             f"NT={nt}", f"V={nv}", f"OA={oa}", present("topk_weights", topk_weights), present("x_sf", x_sf),
-            present("sf", sf))
+            present("sf", sf), present("invalid", invalid))
     _runtime.kernel("reduce_fused", gens, x).launch(x, token_topk_to_pos, topk_weights, x_sf,
-                                         None if sf is None else sf.reshape(1), out, stream=_runtime.stream(x))
+                                                    None if sf is None else sf.reshape(1), out, invalid,
+                                                    stream=_runtime.stream(x))
     return out

@@ -5,7 +5,7 @@ from typing import Optional, Tuple
 import torch
 
 from .. import _runtime
-from .common import check_tensor, present
+from .common import check_bool, check_float, check_int, check_tensor, invalid_counter, present
 from .scoring import ScoringFunc
 
 
@@ -14,7 +14,8 @@ def top2_sum_gate(logits: torch.Tensor, bias: torch.Tensor, num_topk: int, num_t
                   ep_rank: int, num_ep_ranks: int, tp_rank: int, num_tp_ranks: int, scoring_func: str,
                   mask: Optional[torch.Tensor] = None, fix_routing_mask: Optional[torch.Tensor] = None,
                   to_physical_map: Optional[torch.Tensor] = None, logical_count: Optional[torch.Tensor] = None,
-                  unmapped_topk_idx: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+                  unmapped_topk_idx: Optional[torch.Tensor] = None, *,
+                  invalid_count=None) -> Tuple[torch.Tensor, torch.Tensor]:
     """Group-limited top-K gate (spec §1.1): returns (topk_idx int64, topk_weights f32), both
     (T, num_topk + S) with S shared-expert slots when ``use_shared_as_routed``. Scores: sigmoid,
     sqrt(softplus) or softmax; ranking on score + bias (softmax: logit + bias); with grouping the
@@ -22,11 +23,23 @@ def top2_sum_gate(logits: torch.Tensor, bias: torch.Tensor, num_topk: int, num_t
     scores over (1e-20 + their sum) times ``routed_scaling_factor``; then the optional logical ->
     physical map and EP/TP masking (-1 for experts of other TP ranks; weights kept). Rows whose
     ``mask`` is False get -1 / 0. ``unmapped_topk_idx`` (T, num_topk) receives the logical picks
-    (and provides them for the rows of ``fix_routing_mask``)."""
+    (and provides them for the rows of ``fix_routing_mask``). Checked on the device, with no
+    synchronisation: a fixed index outside [0, E) and a ``logical_count`` outside [1, replicas]
+    drop their slot (-1, weight 0) and are counted into ``invalid_count`` when given (a
+    one-element int32 tensor the kernel adds to)."""
     fn = "top2_sum_gate"
     check_tensor(fn, "logits", logits, (torch.float32,), 2)
     check_tensor(fn, "bias", bias, (torch.float32,), 1)
     T, E = logits.shape
+    for name, v in (("num_topk", num_topk), ("num_topk_groups", num_topk_groups), ("num_groups", num_groups),
+                    ("num_shared_experts", num_shared_experts), ("ep_rank", ep_rank), ("num_ep_ranks", num_ep_ranks),
+                    ("tp_rank", tp_rank), ("num_tp_ranks", num_tp_ranks)):
+        check_int(fn, name, v)
+    check_bool(fn, "use_shared_as_routed", use_shared_as_routed)
+    check_float(fn, "routed_scaling_factor", routed_scaling_factor)
+    if not isinstance(scoring_func, str):
+        raise ValueError(f"{fn}: scoring_func must be a string (sigmoid, sqrtsoftplus or softmax), "
+                         f"got {type(scoring_func).__name__}")
     K = num_topk
     if bias.shape[0] != E:
         raise ValueError(f"{fn}: bias must have {E} elements (one per expert), got {bias.shape[0]}")
@@ -100,6 +113,9 @@ def top2_sum_gate(logits: torch.Tensor, bias: torch.Tensor, num_topk: int, num_t
         check_tensor(fn, "fix_routing_mask", fix_routing_mask, (torch.bool,), 1)
         if fix_routing_mask.shape[0] != T:
             raise ValueError(f"{fn}: fix_routing_mask must have {T} elements, got {fix_routing_mask.shape[0]}")
+    invalid = invalid_counter(fn, invalid_count, logits, logits=logits, bias=bias, mask=mask,
+                              fix_routing_mask=fix_routing_mask, to_physical_map=to_physical_map,
+                              logical_count=logical_count, unmapped_topk_idx=unmapped_topk_idx)
     dev = logits.device
     topk_idx = torch.empty((T, K + S), dtype=torch.int64, device=dev)
     topk_weights = torch.empty((T, K + S), dtype=torch.float32, device=dev)
@@ -108,11 +124,12 @@ def top2_sum_gate(logits: torch.Tensor, bias: torch.Tensor, num_topk: int, num_t
     ng, ntg = (num_groups, num_topk_groups) if grouped else (0, 0)
     gens = (f"E={E}", f"K={K}", f"S={S}", f"NG={ng}", f"NTG={ntg}", f"SCORING={int(sf)}", present("mask", mask),
             present("fix_routing_mask", fix_routing_mask), present("to_physical_map", to_physical_map),
-            present("logical_count", logical_count), present("unmapped_topk_idx", unmapped_topk_idx))
+            present("logical_count", logical_count), present("unmapped_topk_idx", unmapped_topk_idx),
+            present("invalid", invalid))
     m = None if mask is None else mask.reshape(T).view(torch.uint8)
     f = None if fix_routing_mask is None else fix_routing_mask.view(torch.uint8)
     _runtime.kernel("top2_sum_gate", gens, logits).launch(
-        logits, bias, topk_idx, topk_weights, m, f, to_physical_map, logical_count, unmapped_topk_idx,
+        logits, bias, topk_idx, topk_weights, m, f, to_physical_map, logical_count, unmapped_topk_idx, invalid,
         float(routed_scaling_factor), int(ep_rank), (E + X) // num_ep_ranks, int(tp_rank), int(num_tp_ranks),
         stream=_runtime.stream(logits))
     return topk_idx, topk_weights

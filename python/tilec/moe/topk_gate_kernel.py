@@ -2,7 +2,7 @@
 import torch
 
 from .. import _runtime
-from .common import check_tensor
+from .common import check_int, check_tensor
 
 
 def topk_gate(scores: torch.Tensor, num_topk: int) -> torch.Tensor:
@@ -11,6 +11,7 @@ def topk_gate(scores: torch.Tensor, num_topk: int) -> torch.Tensor:
     fn = "topk_gate"
     check_tensor(fn, "scores", scores, (torch.float32,), 2)
     T, E = scores.shape
+    check_int(fn, "num_topk", num_topk)
     if not 1 <= num_topk <= E:
         raise ValueError(f"{fn}: num_topk must be in [1, {E}] (the number of experts), got {num_topk}")
     if E > 1024:

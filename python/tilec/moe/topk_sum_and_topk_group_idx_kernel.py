@@ -3,7 +3,7 @@ maximum or the sum of its two largest scores."""
 import torch
 
 from .. import _runtime
-from .common import check_tensor
+from .common import check_int, check_tensor
 
 
 def topk_sum_and_topk_group_idx(scores: torch.Tensor, num_topk_sum: int, num_topk_groups: int) -> torch.Tensor:
@@ -12,6 +12,8 @@ def topk_sum_and_topk_group_idx(scores: torch.Tensor, num_topk_sum: int, num_top
     fn = "topk_sum_and_topk_group_idx"
     check_tensor(fn, "scores", scores, (torch.float32,), 3)
     T, G, P = scores.shape
+    check_int(fn, "num_topk_sum", num_topk_sum)
+    check_int(fn, "num_topk_groups", num_topk_groups)
     if num_topk_sum not in (1, 2):
         raise ValueError(f"{fn}: num_topk_sum must be 1 or 2, got {num_topk_sum}")
     if num_topk_sum > P:

@@ -5,6 +5,7 @@ from typing import Optional, Tuple
 import torch
 
 from .. import _runtime
+from .._checks import check_int
 from ..utils import ceil_div
 from .cast_back_e5m6_kernel import run_cast_back_e5m6
 from .common import CAST_BACK_OUT, check_cast_back_input, data_arg, input_sf_args, kernel
@@ -14,10 +15,13 @@ def cast_back(x, fmt: str, x_block_size: Tuple[int, int], x_special_fmt: Optiona
     """Dequantises ``x = (data, sf)``: out = decode(data) * sf[t // bm, j // bn], as bf16
     (``fmt='bf16'``) or f32 (``'fp32'``). data is float8_e4m3fn or int8 (packed e2m1), or uint8
     E5M6 with ``x_special_fmt='e5m6'``; sf is f32 (row- or column-major) or packed UE8M0."""
-    fn = "cast_back"
-    if fmt not in CAST_BACK_OUT:
+    return _cast_back(x, fmt, x_block_size, x_special_fmt, "cast_back")
+
+
+def _cast_back(x, fmt, x_block_size, x_special_fmt, fn):
+    if not isinstance(fmt, str) or fmt not in CAST_BACK_OUT:
         raise ValueError(f"{fn}: fmt must be 'bf16' or 'fp32', got {fmt!r}")
-    if x_special_fmt not in (None, "e5m6"):
+    if x_special_fmt is not None and (not isinstance(x_special_fmt, str) or x_special_fmt != "e5m6"):
         raise ValueError(f"{fn}: x_special_fmt must be None or 'e5m6', got {x_special_fmt!r}")
     if x_special_fmt == "e5m6":
         return run_cast_back_e5m6(x, fmt, x_block_size, fn)
@@ -49,4 +53,6 @@ def cast_back(x, fmt: str, x_block_size: Tuple[int, int], x_special_fmt: Optiona
 
 def per_token_cast_back(x, fmt: str, num_per_channels: int, x_special_fmt: Optional[str] = None) -> torch.Tensor:
     """cast_back with blocks of one row by ``num_per_channels`` columns."""
-    return cast_back(x, fmt, (1, num_per_channels), x_special_fmt)
+    fn = "per_token_cast_back"
+    check_int(fn, "num_per_channels", num_per_channels, 1)
+    return _cast_back(x, fmt, (1, num_per_channels), x_special_fmt, fn)

@@ -324,7 +324,12 @@ _E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 def unpack_from_e2m1fn_x2(x: torch.Tensor, out_dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Decodes packed FP4: byte i holds element 2i in its low nibble and 2i+1 in its high nibble;
     code bits: sign (bit 3), exponent (bits 2-1), mantissa (bit 0). Shape (..., L) -> (..., 2L)."""
-    assert x.dtype in (torch.int8, torch.uint8), f"unpack_from_e2m1fn_x2: int8 or uint8 expected, got {x.dtype}"
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"unpack_from_e2m1fn_x2: x must be a tensor, got {type(x).__name__}")
+    if x.dtype not in (torch.int8, torch.uint8):
+        raise ValueError(f"unpack_from_e2m1fn_x2: x must be int8 or uint8 (packed FP4), got {x.dtype}")
+    if not isinstance(out_dtype, torch.dtype) or not out_dtype.is_floating_point:
+        raise ValueError(f"unpack_from_e2m1fn_x2: out_dtype must be a floating-point torch.dtype, got {out_dtype!r}")
     if x.dim() == 0:
         raise ValueError("unpack_from_e2m1fn_x2: a 0-d tensor has no bytes to unpack")
     b = x.view(torch.uint8).to(torch.int32)

@@ -5,6 +5,7 @@ from typing import Optional
 import torch
 
 from .. import _runtime
+from .._checks import check_bool, check_float, check_int
 from .common import int_vector, kernel, row_tile, tile_shape
 
 
@@ -17,9 +18,17 @@ def swiglu_backward_and_per_token_cast(x, grad_out: torch.Tensor, weight: torch.
     x_grad bf16 (N, 2Hh), weight_grad f32 (num_tokens, K))``; weight_grad is zero where no row
     maps to it."""
     fn = "swiglu_backward_and_per_token_cast"
-    if not isinstance(x, tuple) or len(x) != 2:
+    if (not isinstance(x, tuple) or len(x) != 2 or not isinstance(x[0], torch.Tensor)
+            or not isinstance(x[1], torch.Tensor)):
         raise ValueError(f"{fn}: x must be a QuantTensor (e4m3 data, f32 sf)")
     xq, xs = x
+    check_int(fn, "num_per_channels", num_per_channels)
+    check_bool(fn, "round_sf", round_sf)
+    if swiglu_clamp_value is not None:
+        check_float(fn, "swiglu_clamp_value", swiglu_clamp_value)
+    for name, t in (("grad_out", grad_out), ("weight", weight), ("token_topk_to_pos", token_topk_to_pos)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{fn}: {name} must be a tensor, got {type(t).__name__}")
     if xq.dtype != torch.float8_e4m3fn:
         raise ValueError(f"{fn}: x's data must be float8_e4m3fn, got {xq.dtype}")
     if xq.dim() < 2 or not xq.is_contiguous():

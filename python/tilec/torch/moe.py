@@ -22,12 +22,14 @@ def _expanded_size(T: int, K: int, E: int, alignment: int) -> int:
 
 def get_fused_mapping(topk_idx: torch.Tensor, num_experts: int, num_expanded_tokens: int, alignment: int,
                       force_no_sync: bool = False):
-    """Spec §1.4 with the filled slots of each expert in ascending flattened index t * K + k."""
+    """Spec §1.4 with the filled slots of each expert in ascending flattened index t * K + k. An
+    index outside [-1, E), or an entry whose slot is at or past num_expanded_tokens, is dropped:
+    token_topk_to_pos -1 and nothing written for it (the kernels' rule)."""
     T, K = topk_idx.shape
     E = num_experts
     dev = topk_idx.device
     flat = topk_idx.reshape(-1)
-    valid = flat >= 0
+    valid = (flat >= 0) & (flat < E)
     counts = torch.bincount(flat[valid], minlength=E)[:E]
     aligned = (counts + alignment - 1) // alignment * alignment
     end = torch.cumsum(aligned, 0)
@@ -41,6 +43,8 @@ def get_fused_mapping(topk_idx: torch.Tensor, num_experts: int, num_expanded_tok
     ent = order[:n_valid]
     exp = flat[ent]
     slot = start[exp] + torch.arange(n_valid, device=dev) - first[exp]
+    fits = slot < N
+    ent, exp, slot = ent[fits], exp[fits], slot[fits]
     pos_to_expert = torch.full((N,), -1, dtype=torch.int32, device=dev)
     pos_to_token = torch.full((N,), -1, dtype=torch.int32, device=dev)
     pos_to_token_topk = torch.full((N,), -1, dtype=torch.int32, device=dev)

@@ -77,22 +77,29 @@ def batched_transpose(x: torch.Tensor) -> torch.Tensor:
     row stride that is a multiple of 4 elements; any 1-, 2- or 4-byte dtype. Empty inputs return
     an empty result without launching.
     """
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"batched_transpose: x must be a tensor, got {type(x).__name__}")
     if x.dim() != 3:
         raise ValueError(f"batched_transpose: x must be 3-D (B, M, N), got {x.dim()}-D")
+    return _batched_transpose(x, "batched_transpose")
+
+
+def _batched_transpose(x: torch.Tensor, fn: str) -> torch.Tensor:
     B, M, N = x.shape
     out = torch.empty((B, N, M), dtype=x.dtype, device=x.device)
     if B == 0 or M == 0 or N == 0:
         return out
     es = x.element_size()
     if es not in _BITS_AS:
-        raise ValueError(f"batched_transpose: x must have 1-, 2- or 4-byte elements, got {x.dtype}")
+        raise ValueError(f"{fn}: x must have 1-, 2- or 4-byte elements, got {x.dtype}")
     if M % 64 or N % 64:
-        raise ValueError(f"batched_transpose: x's dimensions 1 and 2 must be multiples of 64, got {M} and {N}")
+        d = "0 and 1" if fn == "transpose" else "1 and 2"
+        raise ValueError(f"{fn}: x's dimensions {d} must be multiples of 64, got {M} and {N}")
     sb, sm, sn = x.stride()
     if sn != 1:
-        raise ValueError(f"batched_transpose: x must have unit stride along its last dimension, got {sn}")
+        raise ValueError(f"{fn}: x must have unit stride along its last dimension, got {sn}")
     if sm % 4:
-        raise ValueError(f"batched_transpose: x's row stride must be a multiple of 4, got {sm}")
+        raise ValueError(f"{fn}: x's row stride must be a multiple of 4, got {sm}")
     vec = 16 // es
     sa = _runtime.pow2_divisor(sm, vec) if B == 1 else min(_runtime.pow2_divisor(sm, vec), _runtime.pow2_divisor(sb, vec))
     gens, as_bits = _generics(x.dtype, es, B, M, N, sa)
@@ -108,8 +115,10 @@ def batched_transpose(x: torch.Tensor) -> torch.Tensor:
 def transpose(x: torch.Tensor) -> torch.Tensor:
     """Returns a new contiguous ``(N, M)`` tensor with ``out[j, i] = x[i, j]``; ``x`` is 2-D with
     the requirements of :func:`batched_transpose` (row strides other than N are allowed)."""
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"transpose: x must be a tensor, got {type(x).__name__}")
     if x.dim() != 2:
         raise ValueError(f"transpose: x must be 2-D (M, N), got {x.dim()}-D")
     if x.size(0) == 0 or x.size(1) == 0:
         return torch.empty((x.size(1), x.size(0)), dtype=x.dtype, device=x.device)
-    return batched_transpose(x.unsqueeze(0))[0]
+    return _batched_transpose(x.unsqueeze(0), "transpose")[0]
