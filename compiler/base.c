@@ -219,3 +219,13 @@ int tl_log2_floor(uint64_t v)
     }
     return r;
 }
+
+int64_t tl_gcd(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a < 0 ? -a : a;
+}

@@ -74,5 +74,6 @@ void *tl_xcalloc(size_t n, size_t m);
 uint64_t tl_hash_bytes(const void *data, size_t n, uint64_t seed); /* FNV-1a 64 */
 bool tl_is_pow2(int64_t v);
 int tl_log2_floor(uint64_t v);
+int64_t tl_gcd(int64_t a, int64_t b);   /* greatest common divisor, never negative */
 
 #endif

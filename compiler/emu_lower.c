@@ -3,7 +3,7 @@
  * (runtime/emu), so that the emulator runs the very code the GPU runs:
  *   - every GPU intrinsic (thread ids, barriers, shuffles, votes, fp8/fp4 conversions, fma.rm,
  *     MUFU ex2 / rsqrt, cp.async, trap) and every inline-asm `cvt` becomes a call to the
- *     emulator's ABI (runtime/emu/tl_emu_abi.h), which reads the current fiber;
+ *     emulator's ABI (runtime/emu/include/tilec/tl_emu_abi.h), which reads the current fiber;
  *   - conversions that involve f16, bf16 or f64, min/max, and f32 atomic adds go through the
  *     emulator's bit-exact versions, and float arithmetic results that are NaN (negation and
  *     abs included) become the GPU's NaN: the canonical one for f32, where x86 keeps payloads;
@@ -24,6 +24,8 @@
  * operation / memory access is) and the map of the shared buffers. */
 #include "emu_lower.h"
 
+#include "tilec/tl_emu_abi.h"
+
 #include <llvm-c/Analysis.h>
 #include <llvm-c/DebugInfo.h>
 #include <llvm-c/Target.h>
@@ -33,18 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* must match runtime/emu/tl_emu_abi.h */
-enum { SREG_TID_X, SREG_TID_Y, SREG_TID_Z, SREG_CTAID_X, SREG_CTAID_Y, SREG_CTAID_Z, SREG_NTID_X, SREG_NTID_Y,
-       SREG_NTID_Z, SREG_NCTAID_X, SREG_NCTAID_Y, SREG_NCTAID_Z };
-enum { SHFL_UP, SHFL_DOWN, SHFL_BFLY, SHFL_IDX };
-enum { VOTE_BALLOT, VOTE_ALL, VOTE_ANY, VOTE_UNI };
-enum { ACC_READ, ACC_WRITE, ACC_ATOMIC };
-enum { TL_EMU_MAX_TENSORS = 64 };
-enum { T_S8, T_S16, T_S32, T_S64, T_U8, T_U16, T_U32, T_U64, T_F16, T_BF16, T_F32, T_F64 };
-enum { R_RN, R_RZ, R_RM, R_RP };
-enum { X2_E4M3_FROM_F32, X2_E5M2_FROM_F32, X2_E2M1_FROM_F32, X2_F16_FROM_E4M3, X2_F16_FROM_E5M2,
-       X2_F16_FROM_E2M1 };
 
 typedef struct GLimit {
     int tensor;
@@ -186,16 +176,16 @@ static LLVMValueRef from_bits64(EL *el, LLVMValueRef bits, LLVMTypeRef t)
 static int type_code(LLVMTypeRef t, bool sign)
 {
     switch (LLVMGetTypeKind(t)) {
-    case LLVMHalfTypeKind: return T_F16;
-    case LLVMBFloatTypeKind: return T_BF16;
-    case LLVMFloatTypeKind: return T_F32;
-    case LLVMDoubleTypeKind: return T_F64;
+    case LLVMHalfTypeKind: return TL_EMU_F16;
+    case LLVMBFloatTypeKind: return TL_EMU_BF16;
+    case LLVMFloatTypeKind: return TL_EMU_F32;
+    case LLVMDoubleTypeKind: return TL_EMU_F64;
     case LLVMIntegerTypeKind:
         switch (LLVMGetIntTypeWidth(t)) {
-        case 8: return sign ? T_S8 : T_U8;
-        case 16: return sign ? T_S16 : T_U16;
-        case 32: return sign ? T_S32 : T_U32;
-        case 64: return sign ? T_S64 : T_U64;
+        case 8: return sign ? TL_EMU_S8 : TL_EMU_U8;
+        case 16: return sign ? TL_EMU_S16 : TL_EMU_U16;
+        case 32: return sign ? TL_EMU_S32 : TL_EMU_U32;
+        case 64: return sign ? TL_EMU_S64 : TL_EMU_U64;
         default: return -1;
         }
     default: return -1;
@@ -214,10 +204,13 @@ static LLVMValueRef emu_cvt(EL *el, LLVMValueRef v, int from, int to, int rnd, L
 
 static void lower_sreg(EL *el, LLVMValueRef call, const char *name)
 {
-    static const char *regs[] = {"tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z",
-                                 "ntid.x", "ntid.y", "ntid.z", "nctaid.x", "nctaid.y", "nctaid.z"};
+    static const char *const regs[TL_EMU_SREG_COUNT] = {
+        [TL_EMU_SREG_TID_X] = "tid.x",     [TL_EMU_SREG_TID_Y] = "tid.y",       [TL_EMU_SREG_TID_Z] = "tid.z",
+        [TL_EMU_SREG_CTAID_X] = "ctaid.x", [TL_EMU_SREG_CTAID_Y] = "ctaid.y",   [TL_EMU_SREG_CTAID_Z] = "ctaid.z",
+        [TL_EMU_SREG_NTID_X] = "ntid.x",   [TL_EMU_SREG_NTID_Y] = "ntid.y",     [TL_EMU_SREG_NTID_Z] = "ntid.z",
+        [TL_EMU_SREG_NCTAID_X] = "nctaid.x", [TL_EMU_SREG_NCTAID_Y] = "nctaid.y", [TL_EMU_SREG_NCTAID_Z] = "nctaid.z"};
     const char *r = name + strlen("llvm.nvvm.read.ptx.sreg.");
-    for (unsigned i = 0; i < 12; i++)
+    for (unsigned i = 0; i < TL_EMU_SREG_COUNT; i++)
         if (!strcmp(r, regs[i])) {
             /* within one fiber's run of the kernel these never change: readnone lets LLVM reuse them */
             LLVMValueRef a = c32(el, i);
@@ -231,8 +224,11 @@ static void lower_shfl(EL *el, LLVMValueRef call, const char *name)
 {
     /* llvm.nvvm.shfl.sync.MODE.TYPE(membermask, value, b, c) */
     const char *mode = name + strlen("llvm.nvvm.shfl.sync.");
-    int m = starts(mode, "up.") ? SHFL_UP : starts(mode, "down.") ? SHFL_DOWN : starts(mode, "bfly.") ? SHFL_BFLY
-          : starts(mode, "idx.") ? SHFL_IDX : -1;
+    int m = starts(mode, "up.")     ? TL_EMU_SHFL_UP
+            : starts(mode, "down.") ? TL_EMU_SHFL_DOWN
+            : starts(mode, "bfly.") ? TL_EMU_SHFL_BFLY
+            : starts(mode, "idx.")  ? TL_EMU_SHFL_IDX
+                                    : -1;
     LLVMTypeRef rt = LLVMTypeOf(call);
     if (m < 0 || LLVMGetTypeKind(rt) == LLVMStructTypeKind) {
         el_error(el, "the emulator does not implement '%s' (kernel %s)", name);
@@ -253,8 +249,11 @@ static void lower_shfl(EL *el, LLVMValueRef call, const char *name)
 static void lower_vote(EL *el, LLVMValueRef call, const char *name)
 {
     const char *mode = name + strlen("llvm.nvvm.vote.");
-    int m = starts(mode, "ballot") ? VOTE_BALLOT : starts(mode, "all") ? VOTE_ALL : starts(mode, "any") ? VOTE_ANY
-          : starts(mode, "uni") ? VOTE_UNI : -1;
+    int m = starts(mode, "ballot") ? TL_EMU_VOTE_BALLOT
+            : starts(mode, "all")  ? TL_EMU_VOTE_ALL
+            : starts(mode, "any")  ? TL_EMU_VOTE_ANY
+            : starts(mode, "uni")  ? TL_EMU_VOTE_UNI
+                                   : -1;
     if (m < 0 || !strstr(mode, ".sync")) {
         el_error(el, "the emulator does not implement '%s' (kernel %s)", name);
         return;
@@ -275,17 +274,17 @@ static void lower_cvt_pair(EL *el, LLVMValueRef call, const char *name)
     int op = -1;
     bool unpack = false;
     if (!strcmp(name, "llvm.nvvm.ff.to.e4m3x2.rn"))
-        op = X2_E4M3_FROM_F32;
+        op = TL_EMU_X2_E4M3_FROM_F32;
     else if (!strcmp(name, "llvm.nvvm.ff.to.e5m2x2.rn"))
-        op = X2_E5M2_FROM_F32;
+        op = TL_EMU_X2_E5M2_FROM_F32;
     else if (!strcmp(name, "llvm.nvvm.ff.to.e2m1x2.rn.satfinite"))
-        op = X2_E2M1_FROM_F32;
+        op = TL_EMU_X2_E2M1_FROM_F32;
     else if (!strcmp(name, "llvm.nvvm.e4m3x2.to.f16x2.rn"))
-        op = X2_F16_FROM_E4M3, unpack = true;
+        op = TL_EMU_X2_F16_FROM_E4M3, unpack = true;
     else if (!strcmp(name, "llvm.nvvm.e5m2x2.to.f16x2.rn"))
-        op = X2_F16_FROM_E5M2, unpack = true;
+        op = TL_EMU_X2_F16_FROM_E5M2, unpack = true;
     else if (!strcmp(name, "llvm.nvvm.e2m1x2.to.f16x2.rn"))
-        op = X2_F16_FROM_E2M1, unpack = true;
+        op = TL_EMU_X2_F16_FROM_E2M1, unpack = true;
     if (op < 0) {
         el_error(el, "the emulator does not implement the conversion '%s' (kernel %s)", name);
         return;
@@ -340,17 +339,17 @@ static void lower_asm(EL *el, LLVMValueRef call)
         return;
     }
     *sp = 0;
-    int rnd = R_RN, from = -1, to = -1, ntypes = 0;
+    int rnd = TL_EMU_RN, from = -1, to = -1, ntypes = 0;
     static const char *types[] = {"s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64"};
     for (char *tok = strtok(s + 4, "."); tok; tok = strtok(NULL, ".")) {
         if (!strcmp(tok, "rn") || !strcmp(tok, "rni"))
-            rnd = R_RN;
+            rnd = TL_EMU_RN;
         else if (!strcmp(tok, "rz") || !strcmp(tok, "rzi"))
-            rnd = R_RZ;
+            rnd = TL_EMU_RZ;
         else if (!strcmp(tok, "rm") || !strcmp(tok, "rmi"))
-            rnd = R_RM;
+            rnd = TL_EMU_RM;
         else if (!strcmp(tok, "rp") || !strcmp(tok, "rpi"))
-            rnd = R_RP;
+            rnd = TL_EMU_RP;
         else if (!strcmp(tok, "sat"))
             continue; /* float -> int saturates anyway */
         else {
@@ -398,7 +397,7 @@ static void lower_f16_arith(EL *el, LLVMValueRef inst, char op)
         for (unsigned j = 0; j < nops; j++) {
             LLVMValueRef o = LLVMGetOperand(inst, j);
             LLVMValueRef e = n ? LLVMBuildExtractElement(el->b, o, c32(el, i), "") : o;
-            x[j] = emu_cvt(el, e, T_F16, T_F64, R_RN, el->f64);
+            x[j] = emu_cvt(el, e, TL_EMU_F16, TL_EMU_F64, TL_EMU_RN, el->f64);
         }
         LLVMValueRef v;
         if (op == 'n' || op == 'x') {
@@ -410,7 +409,7 @@ static void lower_f16_arith(EL *el, LLVMValueRef inst, char op)
             v = op == 'a' ? LLVMBuildFAdd(el->b, x[0], x[1], "") : op == 's' ? LLVMBuildFSub(el->b, x[0], x[1], "")
                                                                                : LLVMBuildFMul(el->b, x[0], x[1], "");
         }
-        LLVMValueRef h = emu_cvt(el, v, T_F64, T_F16, R_RN, el->f16);
+        LLVMValueRef h = emu_cvt(el, v, TL_EMU_F64, TL_EMU_F16, TL_EMU_RN, el->f16);
         h = LLVMBuildSelect(el->b, LLVMBuildFCmp(el->b, LLVMRealUNO, v, v, ""), canon, h, "");
         r = n ? LLVMBuildInsertElement(el->b, r, h, c32(el, i), "") : h;
     }
@@ -662,10 +661,10 @@ static void lower_conversion(EL *el, LLVMValueRef inst, LLVMOpcode op)
         r = LLVMGetPoison(dt);
         for (unsigned i = 0; i < n; i++) {
             LLVMValueRef e = LLVMBuildExtractElement(el->b, src, c32(el, i), "");
-            r = LLVMBuildInsertElement(el->b, r, emu_cvt(el, e, from, to, R_RN, de), c32(el, i), "");
+            r = LLVMBuildInsertElement(el->b, r, emu_cvt(el, e, from, to, TL_EMU_RN, de), c32(el, i), "");
         }
     } else {
-        r = emu_cvt(el, src, from, to, R_RN, de);
+        r = emu_cvt(el, src, from, to, TL_EMU_RN, de);
     }
     replace(inst, r);
 }
@@ -704,14 +703,17 @@ static LLVMValueRef pointer_operand(LLVMValueRef inst, LLVMOpcode op)
 static LLVMValueRef access_site(EL *el, LLVMValueRef inst, const char *space, int kind)
 {
     char what[64];
-    const char *op = kind == ACC_READ ? "load" : kind == ACC_WRITE ? "store" : "atomic";
+    const char *op = kind == TL_EMU_READ ? "load" : kind == TL_EMU_WRITE ? "store" : "atomic";
     int len = snprintf(what, sizeof what, "%s %s", space, op);
     if (!LLVMInstructionGetDebugLoc(inst))
         snprintf(what + len, sizeof what - (size_t)len, " #%d", el->nsites);
     return site(el, what, inst);
 }
 
-static int access_kind(LLVMOpcode op) { return op == LLVMLoad ? ACC_READ : op == LLVMStore ? ACC_WRITE : ACC_ATOMIC; }
+static int access_kind(LLVMOpcode op)
+{
+    return op == LLVMLoad ? TL_EMU_READ : op == LLVMStore ? TL_EMU_WRITE : TL_EMU_ATOMIC;
+}
 
 static uint64_t access_size(EL *el, LLVMValueRef inst, LLVMOpcode op)
 {
@@ -959,13 +961,13 @@ static void check_globals(EL *el)
         if (!name)
             continue;
         if (!strcmp(name, "tl_emu_cp_async")) {
-            instrument_global(el, i, arg(i, 1), arg(i, 3), ACC_READ, arg(i, 4));
+            instrument_global(el, i, arg(i, 1), arg(i, 3), TL_EMU_READ, arg(i, 4));
         } else if (!strcmp(name, "tl_emu_atomic_add_f32")) {
-            instrument_global(el, i, arg(i, 0), LLVMConstInt(el->i64, 4, 0), ACC_ATOMIC, NULL);
+            instrument_global(el, i, arg(i, 0), LLVMConstInt(el->i64, 4, 0), TL_EMU_ATOMIC, NULL);
         } else if (starts(name, "llvm.memcpy.") || starts(name, "llvm.memmove.") || starts(name, "llvm.memset.")) {
-            instrument_global(el, i, arg(i, 0), arg(i, 2), ACC_WRITE, NULL);
+            instrument_global(el, i, arg(i, 0), arg(i, 2), TL_EMU_WRITE, NULL);
             if (!starts(name, "llvm.memset."))
-                instrument_global(el, i, arg(i, 1), arg(i, 2), ACC_READ, NULL);
+                instrument_global(el, i, arg(i, 1), arg(i, 2), TL_EMU_READ, NULL);
         } else if (starts(name, "llvm.masked.") || starts(name, "llvm.vp.")) {
             /* x86-64-v2 has no masked memory instructions for the vectoriser to use */
             el_error(el, "the emulator cannot check the global accesses of '%s' (kernel %s)", name);

@@ -810,57 +810,6 @@ static void lower_stmts(Lower *L, StmtList l)
         lower_stmt(L, l.v[i]);
 }
 
-/* ---- known divisibility of integer expressions (alignment of vector accesses) ---- */
-static int64_t fact_div(const TKernel *k, int param, int axis, bool stride)
-{
-    for (int i = 0; i < k->nfacts; i++)
-        if (k->facts[i].param == param && k->facts[i].axis == axis && k->facts[i].stride == stride)
-            return k->facts[i].div;
-    return 1;
-}
-
-int64_t tir_known_div(const TKernel *k, const TExpr *e)
-{
-    const int64_t cap = 1 << 12;
-    if (!e)
-        return 1;
-    switch (e->kind) {
-    case TX_CONST: {
-        int64_t v = e->ival;
-        if (v == 0)
-            return cap;
-        int64_t d = v & -v;
-        return d > cap ? cap : d;
-    }
-    case TX_VAR: return e->var->div;
-    case TX_DIM: return fact_div(k, e->param, e->axis, false);
-    case TX_STRIDE: return fact_div(k, e->param, e->axis, true);
-    case TX_PARAM: return fact_div(k, e->param, -1, false);
-    case TX_CVT: return dtype_is_int(e->dt) && dtype_is_int(e->a->dt) && dtype_bits(e->dt) >= dtype_bits(e->a->dt) ? tir_known_div(k, e->a) : 1;
-    case TX_BIN: {
-        int64_t a = tir_known_div(k, e->a), b = tir_known_div(k, e->b);
-        switch (e->op) {
-        case OP_ADD:
-        case OP_SUB: return a < b ? a : b;
-        case OP_MUL: {
-            int64_t p = a * b;
-            return p > cap ? cap : p;
-        }
-        case OP_SHL: {
-            int64_t s;
-            if (tx_is_const(e->b, &s) && s < 12) {
-                int64_t p = a << s;
-                return p > cap ? cap : p;
-            }
-            return a;
-        }
-        default: return 1;
-        }
-    }
-    default: return 1;
-    }
-}
-
 /* the var divisors: a let bound to an expression inherits the expression's divisor */
 static void annotate_divs(TKernel *k, TStmt *s)
 {

@@ -274,11 +274,6 @@ static bool warp_uniform(const Layout *l, const LMode *m, int d)
     return true;
 }
 
-static bool same_layout(const Layout *a, const Layout *b)
-{
-    return a->nregs == b->nregs && a->nmodes == b->nmodes && !memcmp(a->modes, b->modes, sizeof(LMode) * (size_t)a->nmodes);
-}
-
 static TBuf *frag_regs(TKernel *k, TBuf *f)
 {
     if (!f->regs) {
@@ -299,7 +294,7 @@ TStmt *lower_cumsum(TKernel *k, TStmt *s, bool *ok)
         *ok = false;
         return C.out;
     }
-    if (!same_layout(src->layout, dst->layout)) {
+    if (!layout_equal(src->layout, dst->layout)) {
         diag_error(k->diag, s->loc, "'cumsum' into '%s', which is laid out differently from '%s'; scan into a new frag",
                    dst->name, src->name);
         *ok = false;

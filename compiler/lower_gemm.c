@@ -18,7 +18,7 @@
  * Tiling. The block's warps form a WM x WN grid over C (warp w: wn = w % WN, wm = w / WN % WM;
  * further warps, if the tile is too small for all of them, repeat the work as replicas). A warp
  * owns MI x NI instruction tiles: rows wm*(M/WM) + 16 mi, columns wn*(N/WN) + 8 ni. In the
- * layout language of layout.c (register digits first, then thread digits):
+ * layout language of layout_algebra.c (register digits first, then thread digits):
  *   C:  r2->n*1  r2->m*8  rNI->n*8  rMI->m*16 | t4->n*2  t8->m*1  tWN->n*(N/WN)  tWM->m*(M/WM)
  *       so register c + 4 (ni + NI mi) is element c of instruction tile (mi, ni);
  *   A:  rE->k*1  r2->m*8  r2->k*4E  rKS->k*8E  rMI->m*16 | t4->k*E  t8->m*1  tWN->rep  tWM->m*(M/WM)
@@ -213,11 +213,6 @@ static Layout *layout_b(TKernel *k, const Plan *p, const TBuf *f)
     return l;
 }
 
-static bool same_layout(const Layout *a, const Layout *b)
-{
-    return a->nregs == b->nregs && a->nmodes == b->nmodes && !memcmp(a->modes, b->modes, sizeof(LMode) * (size_t)a->nmodes);
-}
-
 /* Gives frag f the layout `want`, or checks that it already has it. */
 static bool claim(TKernel *k, const TStmt *s, TBuf *f, Layout *want, const char *role)
 {
@@ -225,7 +220,7 @@ static bool claim(TKernel *k, const TStmt *s, TBuf *f, Layout *want, const char 
         f->layout = want;
         return true;
     }
-    if (same_layout(f->layout, want))
+    if (layout_equal(f->layout, want))
         return true;
     diag_error(k->diag, s->loc,
                "frag '%s' (%s of this gemm) is also used by another gemm that needs a different register layout; "
@@ -541,9 +536,9 @@ TStmt *lower_gemm(TKernel *k, TStmt *s, bool *ok)
     }
     const Plan *p = &L->p;
     TBuf *a = s->src.buf, *b = s->dst.buf, *c = s->c.buf;
-    if (!c->layout || !same_layout(c->layout, layout_c(k, p, c)) ||
-        (a->scope == SC_FRAG && (!a->layout || !same_layout(a->layout, layout_a(k, p, a)))) ||
-        (b->scope == SC_FRAG && (!b->layout || !same_layout(b->layout, layout_b(k, p, b))))) {
+    if (!c->layout || !layout_equal(c->layout, layout_c(k, p, c)) ||
+        (a->scope == SC_FRAG && (!a->layout || !layout_equal(a->layout, layout_a(k, p, a)))) ||
+        (b->scope == SC_FRAG && (!b->layout || !layout_equal(b->layout, layout_b(k, p, b))))) {
         diag_ice(k->diag, "lower_tiles", "gemm operand without its mma layout");
         *ok = false;
         return L->out;

@@ -65,16 +65,6 @@ static TStmt *guard(LT *L, TExpr *pred, TStmt *s)
     return i;
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a < 0 ? -a : a;
-}
-
 /* ---- memory sides of copies ---- */
 
 /* stride (in elements) of buffer dim d, as an expression (shared/local: compile-time) */
@@ -113,7 +103,7 @@ static int known_align(LT *L, TBuf *b, TExpr **idx)
     int64_t bytes = bytes_bits / 8;
     if (bytes < 1)
         bytes = 1;
-    int64_t a = gcd64(base, bytes);
+    int64_t a = tl_gcd(base, bytes);
     return (int)(a > 16 ? 16 : a);
 }
 
@@ -423,8 +413,7 @@ static TStmt *lower_copy_body(LT *L, TStmt *s)
     }
     if (sfrag && dfrag) {
         const Layout *a = sfrag->layout, *b = dfrag->layout;
-        bool same = a->nregs == b->nregs && a->nmodes == b->nmodes && !memcmp(a->modes, b->modes, sizeof(LMode) * (size_t)a->nmodes);
-        if (!same) {
+        if (!layout_equal(a, b)) {
             diag_error(k->diag, s->loc, "copy between frags '%s' and '%s' with different layouts is not supported",
                        sfrag->name, dfrag->name);
             L->ok = false;

@@ -45,16 +45,6 @@ typedef struct PL {
 
 static TExpr *ic(TKernel *k, int64_t v) { return tx_const_int(k, DT_I32, v); }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a < 0 ? -a : a;
-}
-
 /* ---- references to a buffer ---- */
 
 static bool expr_refs(const TExpr *e, const TBuf *b)
@@ -323,7 +313,7 @@ static int64_t known_align(TKernel *k, const TBuf *b, TExpr **idx)
             div = di;
     }
     int64_t nib = elem_nibbles(b->dt) * div; /* e2m1 at an odd element: not even byte aligned */
-    int64_t a = nib % 2 ? 1 : gcd64(base, nib / 2);
+    int64_t a = nib % 2 ? 1 : tl_gcd(base, nib / 2);
     return a > 16 ? 16 : a;
 }
 
@@ -431,7 +421,7 @@ static TStmt *split_copy(Split *X, bool assume_aligned, bool *async_all, int64_t
             int64_t al = known_align(k, X->src.buf, gidx), as = known_align(k, D, sidx);
             if (assume_aligned) {
                 int64_t an = nib * tir_known_div(k, co_rd);
-                al = an % 2 ? 1 : gcd64(16, an / 2);
+                al = an % 2 ? 1 : tl_gcd(16, an / 2);
             }
             while (piece > 1 && 2 * piece > nib && (piece > 16 || al % piece || as % piece))
                 piece /= 2;

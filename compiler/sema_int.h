@@ -49,15 +49,15 @@ typedef struct SemaCtx {
     int const_depth;          /* constants being evaluated, one inside the other */
 } SemaCtx;
 
-/* scopes */
+/* symbols and scopes (sema_scope.c) */
+Sym *sym_new(SemaCtx *s, SymKind k, const char *name, Loc loc, Type *t);
 void scope_push(SemaCtx *s);
 void scope_pop(SemaCtx *s);
 Sym *scope_lookup(SemaCtx *s, const char *name);
 /* the symbol of this name declared since the last scope_push, or NULL */
 Sym *scope_lookup_innermost(SemaCtx *s, const char *name);
-void scope_free(SymScope *sc);
-Sym *sym_new(SemaCtx *s, SymKind k, const char *name, Loc loc, Type *t);
 void scope_add(SemaCtx *s, Sym *sym);
+void scope_free(SymScope *sc);
 
 /* syntax nodes of a list of statements (sema_expr.c) */
 int64_t stmts_nodes(StmtList l);

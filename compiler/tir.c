@@ -1,5 +1,6 @@
 /* tir.c — constructors for tile-IR nodes, with constant folding of integer arithmetic so that
- * index expressions built by the lowering stay small. */
+ * index expressions built by the lowering stay small, and the analyses of the IR that several
+ * passes share. */
 #include "tir.h"
 
 #include <string.h>
@@ -347,4 +348,55 @@ TStmt *ts_intrin(TKernel *k, int id, int64_t ival, TExpr **args, int nargs, TExp
         memcpy(s->idx, outs, sizeof(TExpr *) * (size_t)nouts);
     s->nidx = nouts;
     return s;
+}
+
+/* ---- known divisibility of integer expressions: the alignment of vector accesses ---- */
+static int64_t fact_div(const TKernel *k, int param, int axis, bool stride)
+{
+    for (int i = 0; i < k->nfacts; i++)
+        if (k->facts[i].param == param && k->facts[i].axis == axis && k->facts[i].stride == stride)
+            return k->facts[i].div;
+    return 1;
+}
+
+int64_t tir_known_div(const TKernel *k, const TExpr *e)
+{
+    const int64_t cap = 1 << 12;
+    if (!e)
+        return 1;
+    switch (e->kind) {
+    case TX_CONST: {
+        int64_t v = e->ival;
+        if (v == 0)
+            return cap;
+        int64_t d = v & -v;
+        return d > cap ? cap : d;
+    }
+    case TX_VAR: return e->var->div;
+    case TX_DIM: return fact_div(k, e->param, e->axis, false);
+    case TX_STRIDE: return fact_div(k, e->param, e->axis, true);
+    case TX_PARAM: return fact_div(k, e->param, -1, false);
+    case TX_CVT: return dtype_is_int(e->dt) && dtype_is_int(e->a->dt) && dtype_bits(e->dt) >= dtype_bits(e->a->dt) ? tir_known_div(k, e->a) : 1;
+    case TX_BIN: {
+        int64_t a = tir_known_div(k, e->a), b = tir_known_div(k, e->b);
+        switch (e->op) {
+        case OP_ADD:
+        case OP_SUB: return a < b ? a : b;
+        case OP_MUL: {
+            int64_t p = a * b;
+            return p > cap ? cap : p;
+        }
+        case OP_SHL: {
+            int64_t s;
+            if (tx_is_const(e->b, &s) && s < 12) {
+                int64_t p = a << s;
+                return p > cap ? cap : p;
+            }
+            return a;
+        }
+        default: return 1;
+        }
+    }
+    default: return 1;
+    }
 }

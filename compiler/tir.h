@@ -285,6 +285,10 @@ TStmt *ts_barrier(TKernel *k);
 /* a target instruction (TI_*) with its arguments and the register-array elements it writes */
 TStmt *ts_intrin(TKernel *k, int id, int64_t ival, TExpr **args, int nargs, TExpr **outs, int nouts, Loc loc);
 
+/* analyses (tir.c): a power-of-two divisor of an integer expression (from constants, variables'
+ * divisors and the kernel's `require` facts; at most 4096) */
+int64_t tir_known_div(const TKernel *k, const TExpr *e);
+
 /* the printer and the verifier (tir_print.c, tir_verify.c) */
 void tir_print(StrBuf *out, const TKernel *k);
 void tir_print_expr(StrBuf *out, const TExpr *e);
@@ -292,7 +296,6 @@ bool tir_verify(TKernel *k, const char *after_pass);
 
 /* passes, one per file, each with one entry point; false = errors reported */
 bool lower_ast(Compilation *c, Item *kernel, const GenericArgs *args, int sm, bool host, TKernel **out);
-int64_t tir_known_div(const TKernel *k, const TExpr *e);   /* power-of-two divisor of an int expr */
 bool pass_layout(TKernel *k);        /* layout.c: frag layouts and vector widths */
 bool pass_lower_tiles(TKernel *k);   /* lower_tiles.c: tile ops -> thread-level code */
 bool pass_smem_plan(TKernel *k);     /* smem_plan.c: shared-memory offsets and padding */
@@ -303,18 +306,19 @@ bool gemm_assign_layouts(TKernel *k);              /* lower_gemm.c: mma fragment
 TStmt *lower_gemm(TKernel *k, TStmt *s, bool *ok);   /* lower_gemm.c: gemm -> ldmatrix + mma.sync */
 TStmt *lower_cumsum(TKernel *k, TStmt *s, bool *ok); /* lower_cumsum.c: prefix sums along a dim */
 
-/* layout helpers (layout.c) */
+/* the layout algebra (layout_algebra.c) */
 Layout *layout_default(Arena *a, int rank, const int64_t *shape, int nthreads, int vec, int threads_per_row,
                        int row_run);
 Layout *layout_reduce(Arena *a, const Layout *src, int dim, int group);
 Layout *layout_refine_for_reduce(Arena *a, const Layout *src, int dim, int group);
+bool layout_equal(const Layout *a, const Layout *b);
 /* a transposing copy through shared memory moves micro-tiles of R rows of V elements: V (the
  * elements per shared read and the rows written) and R (the rows read and the elements per write) */
 int transpose_vec(int elem_bytes, int64_t r0, int64_t r1, int nthreads);
 int transpose_rows(int elem_bytes, int64_t r0, int64_t r1, int nthreads);
-/* thread-level coordinates of a layout (layout.c): the part of an element's coordinate along dim
- * that the thread index gives, the constant part register r gives, and the predicate that is
- * true for one replica of replicated elements (NULL if none) */
+/* thread-level coordinates of a layout: the part of an element's coordinate along dim that the
+ * thread index gives, the constant part register r gives, and the predicate that is true for
+ * one replica of replicated elements (NULL if none) */
 TExpr *layout_thread_coord(TKernel *k, const Layout *l, int dim);
 int64_t layout_reg_coord(const Layout *l, int r, int dim);
 /* appends a mode (size <= 1 adds none; at most 24 modes) */
@@ -322,6 +326,6 @@ void layout_add_mode(Layout *l, int size, int div, bool thread, int dim, int64_t
 TExpr *layout_leader_pred(TKernel *k, const Layout *l);
 void layout_coord(const Layout *l, int t, int r, int64_t *coord);
 int layout_find_reg(const Layout *l, int t, const int64_t *coord);  /* -1 if thread t does not hold it */
-void layout_print(StrBuf *out, const Layout *l);
+void layout_print(StrBuf *out, const Layout *l);  /* tir_print.c */
 
 #endif

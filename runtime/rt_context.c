@@ -166,30 +166,6 @@ tilec_status tilec_rt_get_stats(const tilec_rt *rt, tilec_rt_stats *out)
     return TILEC_OK;
 }
 
-tilec_status rt_ctx_enter(tilec_rt *rt, int *pushed)
-{
-    CUcontext cur = NULL;
-    *pushed = 0;
-    if (rt->cpu)
-        return TILEC_OK;
-    CUresult r = rt->drv->cuCtxGetCurrent(&cur);
-    if (r != CUDA_SUCCESS)
-        return rt_cu_fail(rt->drv, r, "cuCtxGetCurrent");
-    if (cur == rt->ctx)
-        return TILEC_OK;
-    if ((r = rt->drv->cuCtxPushCurrent(rt->ctx)) != CUDA_SUCCESS)
-        return rt_cu_fail(rt->drv, r, "cuCtxPushCurrent");
-    *pushed = 1;
-    return TILEC_OK;
-}
-
-void rt_ctx_leave(tilec_rt *rt, int pushed)
-{
-    CUcontext popped;
-    if (pushed)
-        rt->drv->cuCtxPopCurrent(&popped);
-}
-
 void rt_set_compiler(tilec_rt *rt, const rt_compiler *c)
 {
     rt->compiler = c;

@@ -1,5 +1,6 @@
 /* rt_driver.c — loads the CUDA driver with dlopen and takes every entry point from
- * cuGetProcAddress with the CUDA version whose signature the runtime was written against. */
+ * cuGetProcAddress with the CUDA version whose signature the runtime was written against; makes
+ * a runtime's context current around the driver calls that need it. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,4 +116,30 @@ tilec_status rt_cu_fail(const rt_driver *d, CUresult r, const char *call)
     if (d->cuGetErrorString(r, &desc) != CUDA_SUCCESS || !desc)
         return rt_fail(TILEC_ERROR_DRIVER, "%s failed: %s", call, name);
     return rt_fail(TILEC_ERROR_DRIVER, "%s failed: %s (%s)", call, name, desc);
+}
+
+/* ---- the runtime's context current around driver calls off the launch path ---- */
+
+tilec_status rt_ctx_enter(tilec_rt *rt, int *pushed)
+{
+    CUcontext cur = NULL;
+    *pushed = 0;
+    if (rt->cpu)
+        return TILEC_OK;
+    CUresult r = rt->drv->cuCtxGetCurrent(&cur);
+    if (r != CUDA_SUCCESS)
+        return rt_cu_fail(rt->drv, r, "cuCtxGetCurrent");
+    if (cur == rt->ctx)
+        return TILEC_OK;
+    if ((r = rt->drv->cuCtxPushCurrent(rt->ctx)) != CUDA_SUCCESS)
+        return rt_cu_fail(rt->drv, r, "cuCtxPushCurrent");
+    *pushed = 1;
+    return TILEC_OK;
+}
+
+void rt_ctx_leave(tilec_rt *rt, int pushed)
+{
+    CUcontext popped;
+    if (pushed)
+        rt->drv->cuCtxPopCurrent(&popped);
 }

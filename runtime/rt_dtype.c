@@ -1,25 +1,25 @@
-/* rt_dtype.c — the element types, generated from the compiler's dtypes.def so that the runtime
- * and the language cannot disagree on names or sizes. */
+/* rt_dtype.c — the element types, generated from numerics/dtypes.def (the table the compiler's
+ * types come from) so that the runtime and the language cannot disagree on names or sizes. */
 #include <string.h>
 
 #include "rt_internal.h"
 
-/* The public enum is written out in runtime.h (an installed header cannot include the compiler's
- * table); these asserts keep it in the table's order. */
+/* The public enum is written out in runtime.h (an installed header cannot include the table);
+ * these asserts keep it in the table's order. */
 enum {
 #define DTYPE(ID, kw, bits, kind) RT_DTYPE_INDEX_##ID,
-#include "../compiler/dtypes.def"
+#include "dtypes.def"
 #undef DTYPE
     RT_DTYPE_COUNT
 };
 #define DTYPE(ID, kw, bits, kind) _Static_assert((int)TILEC_RT_##ID == (int)RT_DTYPE_INDEX_##ID, "dtype order");
-#include "../compiler/dtypes.def"
+#include "dtypes.def"
 #undef DTYPE
 _Static_assert((int)RT_DTYPE_COUNT == (int)TILEC_RT_NUM_DTYPES, "dtype count");
 
 const rt_dtype_info rt_dtypes[TILEC_RT_NUM_DTYPES] = {
 #define DTYPE(ID, kw, bits, kind) {kw, (bits) == 1 ? 8 : (bits), RT_DK_##kind},
-#include "../compiler/dtypes.def"
+#include "dtypes.def"
 #undef DTYPE
 };
 

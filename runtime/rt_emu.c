@@ -4,7 +4,7 @@
  * memory out of bounds, race) comes back as TILEC_ERROR_DRIVER, where a GPU's fault would come
  * from the driver, with the emulator's description as the message. */
 #include "rt_internal.h"
-#include "tl_emu.h"
+#include "tilec/tl_emu.h"
 
 tilec_status rt_emu_load(tilec_rt_kernel *k, const rt_sig *sig, const void *object, size_t size)
 {

@@ -108,6 +108,10 @@ typedef struct rt_driver {
 tilec_status rt_driver_get(const rt_driver **out);
 /* Sets "CALL failed: CUDA_ERROR_X (description)" and returns TILEC_ERROR_DRIVER. */
 tilec_status rt_cu_fail(const rt_driver *d, CUresult r, const char *call);
+/* Makes rt's context current (pushing it if another is) for driver calls outside the launch
+ * path; pair with rt_ctx_leave(rt, pushed). Nothing to do on the CPU device. */
+tilec_status rt_ctx_enter(tilec_rt *rt, int *pushed);
+void rt_ctx_leave(tilec_rt *rt, int pushed);
 
 /* ---- rt_expr.c: signature expressions ---- */
 enum rt_expr_kind { RT_E_INT, RT_E_FLOAT, RT_E_NAME, RT_E_ANY, RT_E_BIND, RT_E_OP };
@@ -228,6 +232,8 @@ void rt_sig_free(rt_sig *s);
 /* The generic values of the `key` line ("A=1,B=2" of NAME<A=1,B=2>) in canonical order, into
  * buf; -1 when there is no key line or its values are malformed. */
 int rt_sig_key_generics(const rt_sig *s, char *buf, size_t cap);
+/* Writes the canonical generics (validated, sorted by name, comma-joined) into buf. */
+tilec_status rt_canonical_generics(const char *const *generics, int n, char *buf, size_t cap);
 
 /* ---- rt_bind.c: argument validation, grid, parameter packing ---- */
 /* Checks args against sig, fills cfg, and if buf is non-NULL packs the parameters into buf (at
@@ -285,10 +291,6 @@ struct tilec_rt {
     tilec_rt_library *libs;
     _Atomic uint64_t memory_hits, disk_hits, aot_hits, compiles, disk_rejects;
 };
-/* Makes rt's context current (pushing it if another is) for driver calls outside the launch
- * path; pair with rt_ctx_leave(rt, pushed). */
-tilec_status rt_ctx_enter(tilec_rt *rt, int *pushed);
-void rt_ctx_leave(tilec_rt *rt, int pushed);
 /* Tests replace the compiler (a fake that returns canned PTX); NULL disables JIT. */
 void rt_set_compiler(tilec_rt *rt, const rt_compiler *c);
 
@@ -345,8 +347,5 @@ tilec_status rt_emu_load(tilec_rt_kernel *k, const rt_sig *sig, const void *obje
 tilec_status rt_emu_launch(const tilec_rt_kernel *k, const tilec_rt_arg *args, void **ptrs,
                            const tilec_rt_launch_config *cfg);
 void rt_emu_free(tilec_rt_kernel *k);
-
-/* Writes the canonical generics (validated, sorted by name, comma-joined) into buf. */
-tilec_status rt_canonical_generics(const char *const *generics, int n, char *buf, size_t cap);
 
 #endif

@@ -700,6 +700,74 @@ tilec_status rt_sig_parse(const char *text, size_t len, rt_sig **out)
     return TILEC_OK;
 }
 
+/* ---- generic values: the canonical text of a set (the key of a specialisation) ---- */
+
+static int rt_generic_value_ok(const char *v)
+{
+    if (!*v)
+        return 0;
+    for (; *v; v++)
+        if (*v <= ' ' || *v > '~' || strchr(",<>\"\\", *v))
+            return 0;
+    return 1;
+}
+
+static size_t rt_generic_name_len(const char *g)
+{
+    const char *eq = strchr(g, '=');
+    return eq ? (size_t)(eq - g) : strlen(g);
+}
+
+static int rt_generic_cmp(const char *a, const char *b)
+{
+    size_t na = rt_generic_name_len(a), nb = rt_generic_name_len(b);
+    int c = memcmp(a, b, na < nb ? na : nb);
+    return c ? c : (na > nb) - (na < nb);
+}
+
+tilec_status rt_canonical_generics(const char *const *generics, int n, char *buf, size_t cap)
+{
+    if (n < 0 || n > RT_MAX_GENERICS)
+        return rt_fail(TILEC_ERROR_INVALID_ARGUMENT, "%d generic values; the runtime takes 0 to %d", n,
+                       RT_MAX_GENERICS);
+    const char *sorted[RT_MAX_GENERICS];
+    for (int i = 0; i < n; i++) {
+        const char *g = generics[i];
+        if (!g)
+            return rt_fail(TILEC_ERROR_INVALID_ARGUMENT, "generic value %d is NULL", i);
+        size_t nl = rt_generic_name_len(g);
+        int ident = nl > 0 && !(g[0] >= '0' && g[0] <= '9');
+        for (size_t j = 0; j < nl; j++)
+            ident &= (g[j] >= 'a' && g[j] <= 'z') || (g[j] >= 'A' && g[j] <= 'Z') || (g[j] >= '0' && g[j] <= '9') ||
+                     g[j] == '_';
+        if (!g[nl] || !ident || !rt_generic_value_ok(g + nl + 1))
+            return rt_fail(TILEC_ERROR_INVALID_ARGUMENT,
+                           "generic value '%.200s' is malformed: expected NAME=VALUE (VALUE without spaces, commas, "
+                           "quotes or angle brackets)",
+                           g);
+        int k = i;
+        while (k > 0 && rt_generic_cmp(sorted[k - 1], g) > 0) {
+            sorted[k] = sorted[k - 1];
+            k--;
+        }
+        if (k > 0 && rt_generic_cmp(sorted[k - 1], g) == 0)
+            return rt_fail(TILEC_ERROR_INVALID_ARGUMENT, "generic '%.*s' is given twice", (int)nl, g);
+        sorted[k] = g;
+    }
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        size_t gl = strlen(sorted[i]);
+        if (len + gl + 2 > cap)
+            return rt_fail(TILEC_ERROR_INVALID_ARGUMENT, "generic values are longer than %zu bytes", cap - 1);
+        if (i)
+            buf[len++] = ',';
+        memcpy(buf + len, sorted[i], gl);
+        len += gl;
+    }
+    buf[len] = 0;
+    return TILEC_OK;
+}
+
 void rt_sig_free(rt_sig *s)
 {
     if (!s)

@@ -1,11 +1,28 @@
 /* emu_fiber.c — fibers: a hand-written x86-64 context switch (six callee-saved registers and the
- * stack pointer; no signal mask, unlike swapcontext, which makes a system call per switch) and
- * the stacks, with a guard page below each, kept in a pool between launches. */
+ * stack pointer; no signal mask, unlike swapcontext, which makes a system call per switch), the
+ * stacks, with a guard page below each, kept in a pool between launches, and a worker's switches
+ * between its scheduler and its fibers, with its queue of fibers ready to run. */
 #include "emu_internal.h"
 
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EMU_ASAN 1
+#endif
+#endif
+#ifdef EMU_ASAN
+/* AddressSanitizer must be told about stack switches, or it sees one stack overflowing into
+ * another */
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old);
+#endif
+
+_Thread_local EmuWorker *emu_tls;
 
 #if defined(__x86_64__)
 
@@ -116,4 +133,72 @@ void emu_stacks_put(EmuStacks *s)
         }
     pthread_mutex_unlock(&pool_lock);
     emu_stacks_release(s);
+}
+
+/* ---------------- a worker's switches between its scheduler and its fibers ---------------- */
+
+void emu_fiber_entered(EmuWorker *w)
+{
+#ifdef EMU_ASAN
+    __sanitizer_finish_switch_fiber(NULL, &w->sched_lo, &w->sched_size);
+#else
+    (void)w;
+#endif
+}
+
+void emu_run_fiber(EmuWorker *w, EmuFiber *f)
+{
+    w->cur = f;
+    f->state = F_RUNNING;
+#ifdef EMU_ASAN
+    __sanitizer_start_switch_fiber(&w->asan_fake, f->stack_lo, f->stack_size);
+#endif
+    emu_ctx_switch(&w->sched_sp, f->sp);
+#ifdef EMU_ASAN
+    __sanitizer_finish_switch_fiber(w->asan_fake, NULL, NULL);
+#endif
+    w->cur = NULL;
+}
+
+void emu_to_scheduler(EmuFiber *f, bool final)
+{
+    EmuWorker *w = f->blk->w;
+#ifdef EMU_ASAN
+    __sanitizer_start_switch_fiber(final ? NULL : &f->asan_fake, w->sched_lo, w->sched_size);
+#else
+    (void)final;
+#endif
+    emu_ctx_switch(&f->sp, w->sched_sp);
+#ifdef EMU_ASAN
+    __sanitizer_finish_switch_fiber(f->asan_fake, &w->sched_lo, &w->sched_size);
+#endif
+}
+
+void emu_make_ready(EmuWorker *w, EmuFiber *f)
+{
+    f->state = F_READY;
+    w->ready[(w->rhead + w->rcount++) % w->rcap] = f;
+}
+
+EmuFiber *emu_pop_ready(EmuWorker *w)
+{
+    if (!w->rcount)
+        return NULL;
+    EmuFiber *f = w->ready[w->rhead];
+    w->rhead = (w->rhead + 1) % w->rcap;
+    w->rcount--;
+    return f;
+}
+
+void emu_wait(EmuFiber *f, int state)
+{
+    f->state = state;
+    emu_to_scheduler(f, false);
+}
+
+_Noreturn void emu_abort_fiber(EmuFiber *f)
+{
+    f->state = F_ABORTED;
+    emu_to_scheduler(f, true);
+    __builtin_unreachable();
 }

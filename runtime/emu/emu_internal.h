@@ -1,11 +1,11 @@
 /* emu_internal.h — the emulator's shared state: loaded kernels, fibers, blocks, workers and
- * one launch; the pieces (loader, fibers, scheduler, warp operations, racecheck, printf,
- * numerics) each live in their own emu_*.c file. */
+ * one launch; the pieces (loader, fibers, scheduler, reports, warp operations, racecheck, global
+ * bounds check, faults, printf, numerics) each live in their own emu_*.c file. */
 #ifndef TILEC_EMU_INTERNAL_H
 #define TILEC_EMU_INTERNAL_H
 
-#include "tl_emu.h"
-#include "tl_emu_abi.h"
+#include "tilec/tl_emu.h"
+#include "tilec/tl_emu_abi.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -44,7 +44,12 @@ struct tl_emu_kernel {
 };
 
 /* "what at file:line:col" of a site, or a generic text */
-const char *emu_site(const tl_emu_kernel *k, uint32_t site, const char *fallback);
+static inline const char *emu_site(const tl_emu_kernel *k, uint32_t site, const char *fallback)
+{
+    if (k && site < (uint32_t)k->nsites && k->sites[site][0])
+        return k->sites[site];
+    return fallback;
+}
 
 /* ---- fibers (emu_fiber.c) ---- */
 
@@ -165,17 +170,30 @@ struct EmuLaunch {
     uint64_t granges[2 * TL_EMU_MAX_TENSORS]; /* tl_emu_global_ranges */
 };
 
+/* ---- a worker's switches between its scheduler and its fibers (emu_fiber.c) ---- */
+
 /* the worker running on this OS thread, NULL outside a launch */
 extern _Thread_local EmuWorker *emu_tls;
 
-/* Records the launch's first error (later ones are dropped) and stops the launch. */
-void emu_fail(EmuLaunch *L, tl_emu_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Ends the current fiber after an error: it never runs again. */
-_Noreturn void emu_abort_fiber(EmuFiber *f);
+/* scheduler -> fiber f, until f waits, exits or aborts */
+void emu_run_fiber(EmuWorker *w, EmuFiber *f);
+/* fiber -> scheduler; `final`: the fiber never runs again */
+void emu_to_scheduler(EmuFiber *f, bool final);
+/* the first thing a fiber does on its new stack */
+void emu_fiber_entered(EmuWorker *w);
+/* the worker's queue of fibers ready to run */
+void emu_make_ready(EmuWorker *w, EmuFiber *f);
+EmuFiber *emu_pop_ready(EmuWorker *w);
 /* Suspends the current fiber in `state` until another makes it ready. */
 void emu_wait(EmuFiber *f, int state);
-void emu_make_ready(EmuWorker *w, EmuFiber *f);
-/* "block (x,y,z)" and "thread t (warp w, lane l)" */
+/* Ends the current fiber after an error: it never runs again. */
+_Noreturn void emu_abort_fiber(EmuFiber *f);
+
+/* ---- reports (emu_report.c) ---- */
+
+/* Records the launch's first error (later ones are dropped) and stops the launch. */
+void emu_fail(EmuLaunch *L, tl_emu_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "block (x,y,z)", and runs of thread indices: "0-31, 40, 64-95" */
 void emu_block_name(const EmuBlock *b, char *buf, size_t n);
 void emu_thread_ranges(char *buf, size_t n, const int *tids, int count);
 /* appends to a malloc'd string */

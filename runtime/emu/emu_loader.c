@@ -116,13 +116,6 @@ static void *resolve_external(const char *name)
 
 /* ---------------- metadata the compiler leaves in the object ---------------- */
 
-const char *emu_site(const tl_emu_kernel *k, uint32_t site, const char *fallback)
-{
-    if (k && site < (uint32_t)k->nsites && k->sites[site][0])
-        return k->sites[site];
-    return fallback;
-}
-
 /* "line\nline\n..." -> array of lines */
 static char **split_lines(const char *text, int *n)
 {

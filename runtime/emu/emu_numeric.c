@@ -1,5 +1,5 @@
 /* emu_numeric.c — the GPU's number conversions and special instructions, bit for bit, for
- * kernel code on the host: f32 <-> f16/bf16/fp8/fp4/ue8m0 through compiler/numerics.c, and here
+ * kernel code on the host: f32 <-> f16/bf16/fp8/fp4/ue8m0 through numerics/numerics.c, and here
  * the rest of `cvt` (f64 and integer sources, rounding modes, float -> int), fma.rm, the MUFU
  * approximations, min/max, and f32 atomic add.
  *

@@ -15,22 +15,6 @@
 #include <unistd.h>
 #include <xmmintrin.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define EMU_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define EMU_ASAN 1
-#endif
-#endif
-#ifdef EMU_ASAN
-/* AddressSanitizer must be told about stack switches, or it sees one stack overflowing into
- * another */
-void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
-void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old);
-#endif
-
-_Thread_local EmuWorker *emu_tls;
-
 const char *tl_emu_status_name(tl_emu_status s)
 {
     switch (s) {
@@ -44,132 +28,6 @@ const char *tl_emu_status_name(tl_emu_status s)
     case TL_EMU_ERROR_SYSTEM: return "system error";
     }
     return "unknown";
-}
-
-/* ---------------- messages ---------------- */
-
-void emu_appendf(char **s, size_t *len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    char *p = realloc(*s, *len + (size_t)n + 1);
-    if (!p)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(p + *len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    *s = p;
-    *len += (size_t)n;
-}
-
-void emu_fail(EmuLaunch *L, tl_emu_status st, const char *fmt, ...)
-{
-    pthread_mutex_lock(&L->lock);
-    if (L->status == TL_EMU_OK) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(NULL, 0, fmt, ap);
-        va_end(ap);
-        L->msg = malloc(n > 0 ? (size_t)n + 1 : 1);
-        if (L->msg) {
-            va_start(ap, fmt);
-            vsnprintf(L->msg, n > 0 ? (size_t)n + 1 : 1, fmt, ap);
-            va_end(ap);
-        }
-        L->status = st;
-    }
-    pthread_mutex_unlock(&L->lock);
-    atomic_store(&L->stop, 1);
-}
-
-void emu_block_name(const EmuBlock *b, char *buf, size_t n)
-{
-    snprintf(buf, n, "block (%u,%u,%u)", b->ctaid[0], b->ctaid[1], b->ctaid[2]);
-}
-
-/* "0-31, 40, 64-95" */
-void emu_thread_ranges(char *buf, size_t n, const int *tids, int count)
-{
-    size_t len = 0;
-    buf[0] = 0;
-    for (int i = 0; i < count && len + 1 < n;) {
-        int j = i;
-        while (j + 1 < count && tids[j + 1] == tids[j] + 1)
-            j++;
-        int w = j > i ? snprintf(buf + len, n - len, "%s%d-%d", len ? ", " : "", tids[i], tids[j])
-                      : snprintf(buf + len, n - len, "%s%d", len ? ", " : "", tids[i]);
-        if (w < 0)
-            break;
-        len += (size_t)w;
-        if (len >= n)
-            break;
-        i = j + 1;
-    }
-}
-
-/* ---------------- switching ---------------- */
-
-/* scheduler -> fiber f, until f waits, exits or aborts */
-static void run_fiber(EmuWorker *w, EmuFiber *f)
-{
-    w->cur = f;
-    f->state = F_RUNNING;
-#ifdef EMU_ASAN
-    __sanitizer_start_switch_fiber(&w->asan_fake, f->stack_lo, f->stack_size);
-#endif
-    emu_ctx_switch(&w->sched_sp, f->sp);
-#ifdef EMU_ASAN
-    __sanitizer_finish_switch_fiber(w->asan_fake, NULL, NULL);
-#endif
-    w->cur = NULL;
-}
-
-/* fiber -> scheduler; `final`: the fiber never runs again */
-static void to_scheduler(EmuFiber *f, bool final)
-{
-    EmuWorker *w = f->blk->w;
-#ifdef EMU_ASAN
-    __sanitizer_start_switch_fiber(final ? NULL : &f->asan_fake, w->sched_lo, w->sched_size);
-#else
-    (void)final;
-#endif
-    emu_ctx_switch(&f->sp, w->sched_sp);
-#ifdef EMU_ASAN
-    __sanitizer_finish_switch_fiber(f->asan_fake, &w->sched_lo, &w->sched_size);
-#endif
-}
-
-void emu_make_ready(EmuWorker *w, EmuFiber *f)
-{
-    f->state = F_READY;
-    w->ready[(w->rhead + w->rcount++) % w->rcap] = f;
-}
-
-static EmuFiber *pop_ready(EmuWorker *w)
-{
-    if (!w->rcount)
-        return NULL;
-    EmuFiber *f = w->ready[w->rhead];
-    w->rhead = (w->rhead + 1) % w->rcap;
-    w->rcount--;
-    return f;
-}
-
-void emu_wait(EmuFiber *f, int state)
-{
-    f->state = state;
-    to_scheduler(f, false);
-}
-
-_Noreturn void emu_abort_fiber(EmuFiber *f)
-{
-    f->state = F_ABORTED;
-    to_scheduler(f, true);
-    __builtin_unreachable();
 }
 
 /* ---------------- barriers ---------------- */
@@ -320,7 +178,7 @@ static void fiber_exit(EmuFiber *f)
         if (L->grid_arrived > 0 && L->grid_arrived == L->grid_alive)
             release_grid(w);
     }
-    to_scheduler(f, true);
+    emu_to_scheduler(f, true);
     __builtin_unreachable();
 }
 
@@ -328,9 +186,7 @@ static void fiber_main(void)
 {
     EmuWorker *w = emu_tls;
     EmuFiber *f = w->cur;
-#ifdef EMU_ASAN
-    __sanitizer_finish_switch_fiber(NULL, &w->sched_lo, &w->sched_size);
-#endif
+    emu_fiber_entered(w);
     w->L->k->fn(w->L->params);
     fiber_exit(f);
 }
@@ -408,10 +264,10 @@ static void schedule(EmuWorker *w)
 {
     EmuLaunch *L = w->L;
     while (!atomic_load_explicit(&L->stop, memory_order_relaxed)) {
-        EmuFiber *f = pop_ready(w);
+        EmuFiber *f = emu_pop_ready(w);
         if (!f)
             break;
-        run_fiber(w, f);
+        emu_run_fiber(w, f);
     }
     if (!atomic_load(&L->stop))
         report_deadlock(w);
@@ -543,7 +399,7 @@ static long env_long(const char *name, long dflt)
 }
 
 /* The measured MUFU tables, installed once per process: those built into the library
- * (compiler/data), then any that TILEC_EMU_MUFU=FILE[:FILE] names, which replace them */
+ * (numerics/data), then any that TILEC_EMU_MUFU=FILE[:FILE] names, which replace them */
 static pthread_once_t mufu_once = PTHREAD_ONCE_INIT;
 static char mufu_error[512];
 

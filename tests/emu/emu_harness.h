@@ -6,7 +6,7 @@
 #define TILEC_TESTS_EMU_HARNESS_H
 
 #include "tilec/compiler.h"
-#include "tl_emu.h"
+#include "tilec/tl_emu.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -7,7 +7,7 @@
  * rounding, _Float16). Also prints the cost of a fiber switch. */
 #include "emu_harness.h"
 #include "numerics.h"
-#include "tl_emu_abi.h"
+#include "tilec/tl_emu_abi.h"
 
 #include <fenv.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* ref.c — the enumerate-and-search reference for the numerics tests (see ref.h). It shares
- * no code with compiler/numerics.c: values come from the field formula as doubles, and
+ * no code with numerics/numerics.c: values come from the field formula as doubles, and
  * rounding is a comparison against the two neighbouring values. */
 #include "ref.h"
 

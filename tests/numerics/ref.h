@@ -1,4 +1,4 @@
-/* ref.h — an independent reference for the conversions in compiler/numerics.c: every format
+/* ref.h — an independent reference for the conversions in numerics/numerics.c: every format
  * is enumerated as a sorted list of doubles and a value is rounded by searching its two
  * neighbours and applying the rounding rule and the saturation explicitly. Also the tallies
  * and the PRNG the numerics tests share. */

@@ -1,4 +1,4 @@
-/* crosscheck.cu — compares every conversion in compiler/numerics.c with the GPU instruction it
+/* crosscheck.cu — compares every conversion in numerics/numerics.c with the GPU instruction it
  * mirrors (inline PTX), bit for bit: all 8- and 16-bit inputs of the narrow -> wide and
  * f16 -> fp8 conversions, and >= 10^8 f32 inputs (every rounding boundary of every target
  * format with its f32 neighbours, specials, NaN payloads, pseudo-random patterns) for the
@@ -6,7 +6,7 @@
  *
  * Build, from the repository root (sm_90a: H200):
  *   nvcc -O2 -std=c++17 -arch=sm_90a -Icompiler -Xcompiler -ffp-contract=off \
- *        -o crosscheck tests/gpu/numerics/crosscheck.cu compiler/numerics.c
+ *        -o crosscheck tests/gpu/numerics/crosscheck.cu numerics/numerics.c
  * The e2m1 and ue8m0 instructions exist only on sm_100a-class GPUs; their checks are
  * compiled only for such a target (add -gencode arch=compute_100a,code=sm_100a) and are
  * reported as SKIPPED on an H200.

@@ -1,7 +1,7 @@
 /* mufu_dump.cu — pins down the GPU's MUFU results that CUDA's accurate expf and rsqrt depend
  * on (ex2.approx.ftz.f32, rsqrt.approx{,.ftz}.f32): tests hypotheses about their structure over
  * every relevant f32 input, writes compact tables (difference from the correctly rounded value,
- * bit-packed) in the format compiler/numerics.h documents, installs them into numerics.c
+ * bit-packed) in the format numerics/numerics.h documents, installs them into numerics.c
  * in-process, checks tl_num_ex2_approx_ftz and tl_num_expf against the hardware on every input,
  * and writes a file of (input, hardware result) samples that the CPU tests compare against.
  *

@@ -1,7 +1,7 @@
 /* sim_cuda.h — a CPU stand-in for the CUDA runtime and the MUFU unit, so that mufu_dump.cu
  * can be built with a host C++ compiler (build.sh --sim) and run end to end without a GPU:
  * kernels run block by block on host threads, device memory is host memory, and the "unit"
- * answers from the tables in compiler/data (ex2 with the one's complement rule for r < 0).
+ * answers from the tables in numerics/data (ex2 with the one's complement rule for r < 0).
  * It tests the program, not the hardware: a simulated run must pass every hypothesis the
  * tables encode and fail the two's complement one. */
 #ifndef TILEC_SIM_CUDA_H

@@ -1,7 +1,7 @@
 /* tl_emu.h — the CPU emulator: runs kernels compiled for the host target (tilec_target.host)
  * with the GPU's execution model. Each GPU thread of a block is a fiber; barriers, warp
  * operations and grid syncs switch fibers; shared memory is a buffer per block; conversions
- * and the special instructions are bit-exact software versions (compiler/numerics.h).
+ * and the special instructions are bit-exact software versions (numerics/numerics.h).
  *
  * A kernel comes from an ELF object (tilec_artifact.object), loaded by a small loader of our
  * own, so that neither LLVM nor a system linker is needed at run time. A launch is synchronous:
@@ -90,7 +90,7 @@ typedef struct tl_emu_launch_config {
 } tl_emu_launch_config;
 
 /* The MUFU units (ex2.approx.ftz behind exp, rsqrt.approx) are bit-exact with the tables
- * tests/gpu/numerics/mufu_dump measures on a GPU. Those of an H200 (compiler/data) are built
+ * tests/gpu/numerics/mufu_dump measures on a GPU. Those of an H200 (numerics/data) are built
  * into the library and installed at the first launch; TILEC_EMU_MUFU=FILE[:FILE] (mufu_ex2.bin,
  * mufu_rsqrt.bin, ...) installs other measurements over them. A file that cannot be read or is
  * malformed fails that launch (TL_EMU_ERROR_INVALID). */

@@ -1,6 +1,6 @@
 /* numerics.h — bit-exact software versions of the GPU's number conversions (PTX `cvt`),
  * TileKernels' scale-factor and E5M6 rules, and CUDA's accurate expf built on a model of
- * the MUFU ex2 unit. Used for constant folding, software FP4 on sm_90a and the CPU emulator.
+ * the MUFU ex2 unit. Used by the CPU emulator and the tests (libtilec exports them too).
  *
  * Conventions shared by every function below:
  * - Values travel as bit patterns: f32 as uint32_t, f16 / bf16 as uint16_t, fp8 and ue8m0 as
@@ -257,9 +257,9 @@ void tl_num_mufu_uninstall(unsigned kind);
 size_t tl_num_mufu_encode(unsigned kind, unsigned index_bits, unsigned cut,
                           const int32_t *deltas, uint8_t *out, size_t cap);
 
-/* ---- Tables built into the library (compiler/numerics_tables.c, not in the GPU programs) ----
- * The tables measured on an H200, compiler/data/mufu_*.bin, are validated, deflated and
- * compiled into libtilec at build time (numerics_embed; compiler/data/README.md says where
+/* ---- Tables built into the library (numerics/numerics_tables.c, not in the GPU programs) ----
+ * The tables measured on an H200, numerics/data/mufu_*.bin, are validated, deflated and
+ * compiled into libtilec at build time (numerics_embed; numerics/data/README.md says where
  * they come from). tl_num_mufu_install_builtin inflates and installs all of them, with
  * tl_num_mufu_install's rules, which makes tl_num_ex2_approx_ftz, tl_num_rsqrt_approx and
  * tl_num_expf bit-exact for the H200 with no GPU and no data file. Call it once, before

@@ -1,4 +1,4 @@
-/* numerics_tables.c — the MUFU tables measured on an H200 (compiler/data/mufu_*.bin), built
+/* numerics_tables.c — the MUFU tables measured on an H200 (numerics/data/mufu_*.bin), built
  * into the library as zlib streams by numerics_embed; installing them makes ex2, rsqrt and
  * expf bit-exact without a GPU or any data file at run time. See numerics.h. */
 #include "numerics.h"
@@ -52,7 +52,7 @@ int tl_num_mufu_install_packed(const void *data, size_t size, char *err, size_t 
 int tl_num_mufu_install_builtin(char *err, size_t errcap)
 {
     if (tl_num_packed_tables_size == 0)
-        return tl_num_install_fail(err, errcap, "no MUFU tables are built in: compiler/data/ held no "
+        return tl_num_install_fail(err, errcap, "no MUFU tables are built in: numerics/data/ held no "
                            "mufu_*.bin when this library was configured");
     return tl_num_mufu_install_packed(tl_num_packed_tables, tl_num_packed_tables_size, err, errcap);
 }
