@@ -39,10 +39,26 @@ def cuda_exp(x):
         assert lib.tl_num_ex2_is_exact()
         _expf = lib.tl_num_expf
         _expf.restype, _expf.argtypes = ctypes.c_uint32, [ctypes.c_uint32]
-    bits = x.float().contiguous().view(torch.int32)
+    xf = x.float().contiguous()
+    if torch.equal(xf.bfloat16().float().view(torch.int32), xf.view(torch.int32)):
+        # bf16 values (the usual case): one lookup in the table of all 65536
+        return _bf16_table()[xf.bfloat16().view(torch.int16).long() & 0xFFFF].view(x.shape)
+    bits = xf.view(torch.int32)
     uniq, inv = torch.unique(bits, return_inverse=True)
     vals = torch.tensor([_expf(u & 0xFFFFFFFF) for u in uniq.tolist()], dtype=torch.int64)
     return vals.to(torch.int32).view(torch.float32)[inv].view(x.shape)
+
+
+_table = None
+
+
+def _bf16_table():
+    """expf of every bf16 value, indexed by its 16 bits (f32 results)."""
+    global _table
+    if _table is None:
+        vals = [_expf((b << 16) & 0xFFFFFFFF) for b in range(65536)]
+        _table = torch.tensor(vals, dtype=torch.int64).to(torch.int32).view(torch.float32)
+    return _table
 
 
 @contextlib.contextmanager

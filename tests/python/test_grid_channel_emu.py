@@ -61,7 +61,7 @@ def test_per_channel_cast_fused(h, cast_back, rnd, moe_cfg):
     if moe_cfg is None:
         x = sample(256, h, torch.bfloat16)
     else:
-        idx = routing(*moe_cfg, tokens=9, seed=h)
+        idx = routing(*moe_cfg, tokens=4, seed=h)
         _, pos, _, ttp, *_ = moe.get_fused_mapping(idx, moe_cfg[1], 0, 128)
         x = moe.expand_to_fused(sample(idx.shape[0], h, torch.bfloat16), ttp, pos)
     if cast_back:
@@ -104,10 +104,9 @@ def _swiglu_fwd_cases():
 def test_swiglu_forward_and_per_token_cast(hh, pte, weights, n_mode, flags, clamp, moe_cfg):
     n = hh if n_mode == "H" else 128
     K, E, _ = moe_cfg
-    idx = routing(*moe_cfg, tokens=5, seed=hh)
+    idx = routing(*moe_cfg, tokens=2, seed=hh)
     T = idx.shape[0]
-    _, _, ptt, _, *_ = moe.get_fused_mapping(idx, E, 0, 128)
-    p2e, *_ = moe.get_fused_mapping(idx, E, 0, 128)
+    p2e, _, ptt, *_ = moe.get_fused_mapping(idx, E, 0, 16)   # padding rows, at a CPU's cost
     x = sample(ptt.numel(), 2 * hh, torch.bfloat16, scale=4.0)
     w = torch.rand((T, K))
     cnt = torch.zeros(3, dtype=torch.int64) if clamp is not None else None
@@ -134,7 +133,7 @@ def test_swiglu_forward_and_per_token_cast(hh, pte, weights, n_mode, flags, clam
                                                                    [None, 10.0, 0.5])), ids=cid)
 def test_swiglu_backward_and_per_token_cast(h, n, rnd, clamp):
     K, E, ranks = MOE[(h // 256 + n + int(rnd)) % len(MOE)]
-    idx = routing(K, E, ranks, tokens=4, seed=h + n)
+    idx = routing(K, E, ranks, tokens=2, seed=h + n)
     T = idx.shape[0]
     weights = torch.rand((T, K))
     _, pos_to_token, ptt, ttp, *_ = moe.get_fused_mapping(idx, E, 0, n)
