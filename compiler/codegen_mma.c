@@ -1,6 +1,6 @@
 /* codegen_mma.c — LLVM code for the target instructions that lower_gemm.c and pipeline.c put in
  * the tile IR (the TI_* calls of tir.h): mma.sync, ldmatrix, cp.async, register packing, and
- * the byte transpose of lower_tiles.c's transposing copies.
+ * the byte transpose of lower_copy.c's transposing copies.
  *
  * Every one of them is an NVVM intrinsic in LLVM 22, so no inline PTX is needed and LLVM still
  * schedules around them. The intrinsics are looked up by name and their signatures taken from

@@ -16,15 +16,17 @@ static bool dump_wanted(const CompileRequest *rq, const char *pass)
     return rq->dump && rq->dump_after && (!strcmp(rq->dump_after, "all") || !strcmp(rq->dump_after, pass));
 }
 
-/* a pass, the verifier, the dump; false when this specialisation has errors (errs: the count
- * before it began, so that one failing specialisation does not stop the next) */
-static bool run_pass(Compilation *c, const CompileRequest *rq, TKernel *k, const char *name, bool (*pass)(TKernel *),
+/* a pass, the verifier of the stage it leaves, the dump; false when this specialisation has
+ * errors (errs: the count before it began, so that one failing specialisation does not stop the
+ * next) */
+static bool run_pass(Compilation *c, const CompileRequest *rq, TKernel *k, TirStage after, bool (*pass)(TKernel *),
                      int errs)
 {
     if (pass && !pass(k))
         return false;
-    if (!tir_verify(k, name))
+    if (!tir_verify(k, after))
         return false;
+    const char *name = tir_stage_name(after);
     if (dump_wanted(rq, name)) {
         sb_printf(rq->dump, "// ---- after %s ----\n", name);
         tir_print(rq->dump, k);
@@ -43,9 +45,10 @@ bool compile_specialization(Compilation *c, const CompileRequest *rq, CompileRes
     TKernel *k;
     if (!lower_ast(c, rq->kernel, &rq->args, rq->sm, rq->host, &k))
         return false;
-    if (!run_pass(c, rq, k, "lower_ast", NULL, errs) || !run_pass(c, rq, k, "layout", pass_layout, errs) ||
-        !run_pass(c, rq, k, "pipeline", pass_pipeline, errs) || !run_pass(c, rq, k, "lower_tiles", pass_lower_tiles, errs) ||
-        !run_pass(c, rq, k, "smem_plan", pass_smem_plan, errs))
+    if (!run_pass(c, rq, k, TIR_AFTER_LOWER_AST, NULL, errs) || !run_pass(c, rq, k, TIR_AFTER_LAYOUT, pass_layout, errs) ||
+        !run_pass(c, rq, k, TIR_AFTER_PIPELINE, pass_pipeline, errs) ||
+        !run_pass(c, rq, k, TIR_AFTER_LOWER_TILES, pass_lower_tiles, errs) ||
+        !run_pass(c, rq, k, TIR_AFTER_SMEM_PLAN, pass_smem_plan, errs))
         return false;
     tool_phase("tir passes", &t);
     StrBuf sig = {0};

@@ -351,4 +351,3 @@ int driver_emit(const DriverOptions *o, const char *file)
     comp_free(&c);
     return rc;
 }
-

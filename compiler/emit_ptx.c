@@ -21,7 +21,7 @@ static void init_once(void)
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
     /* SimplifyCFG would merge the identical vector accesses of a copy's two versions (tiles wholly
-     * inside / tiles at the edges, lower_tiles.c) into shared blocks, and the merged code cost up
+     * inside / tiles at the edges, lower_copy.c) into shared blocks, and the merged code cost up
      * to a quarter of the bandwidth on the H200 (per_channel_cast 59 % -> 45 % of the copy
      * ceiling, per_block_cast 87 % -> 75 %). The options are those of this library's own
      * statically linked LLVM, not of any other LLVM in the process. */

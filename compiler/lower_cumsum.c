@@ -274,15 +274,6 @@ static bool warp_uniform(const Layout *l, const LMode *m, int d)
     return true;
 }
 
-static TBuf *frag_regs(TKernel *k, TBuf *f)
-{
-    if (!f->regs) {
-        int64_t n = f->layout ? f->layout->nregs : 1;
-        f->regs = tir_buf(k, arena_printf(k->arena, "%s.r", f->name), SC_LOCAL, f->dt, 1, &n);
-    }
-    return f->regs;
-}
-
 TStmt *lower_cumsum(TKernel *k, TStmt *s, bool *ok)
 {
     CS C = {0};
@@ -337,7 +328,7 @@ TStmt *lower_cumsum(TKernel *k, TStmt *s, bool *ok)
     C.B = ARENA_ARRAY(k->arena, TVar *, C.n);
     C.P = ARENA_ARRAY(k->arena, TVar *, C.n);
     TVar **x = ARENA_ARRAY(k->arena, TVar *, C.n);
-    TBuf *sr = frag_regs(k, src), *dr = frag_regs(k, dst);
+    TBuf *sr = tir_frag_regs(k, src), *dr = tir_frag_regs(k, dst);
     for (int r = 0; r < C.n; r++) {
         TExpr *ri = ic(k, r);
         x[r] = let(&C, "x", tx_cvt(k, C.acc, tx_load(k, sr, &ri, 1), RND_DEFAULT));

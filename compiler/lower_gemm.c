@@ -300,15 +300,6 @@ typedef struct GemmLowering {
     TBuf *areg, *breg;              /* packed operands of one k step */
 } GemmLowering;
 
-static TBuf *frag_regs(TKernel *k, TBuf *f)
-{
-    if (!f->regs) {
-        int64_t n = f->layout ? f->layout->nregs : 1;
-        f->regs = tir_buf(k, arena_printf(k->arena, "%s.r", f->name), SC_LOCAL, f->dt, 1, &n);
-    }
-    return f->regs;
-}
-
 static TExpr *reg(TKernel *k, TBuf *regs, int64_t i)
 {
     TExpr *x = ic(k, i);
@@ -470,7 +461,7 @@ static TExpr *a_operand(GemmLowering *L, int mi, int kk, int q)
     TBuf *a = L->s->src.buf;
     if (a->scope != SC_FRAG)
         return reg(k, L->areg, 4 * mi + q);
-    TBuf *ar = frag_regs(k, a);
+    TBuf *ar = tir_frag_regs(k, a);
     TExpr *x[4];
     for (int j = 0; j < p->E; j++)
         x[j] = reg(k, ar, j + p->E * q + 4 * p->E * (kk + p->ks * mi));
@@ -484,7 +475,7 @@ static TExpr *b_operand(GemmLowering *L, int ni, int kk, int q)
     TBuf *b = L->s->dst.buf;
     if (b->scope != SC_FRAG)
         return reg(k, L->breg, 2 * ni + q);
-    TBuf *br = frag_regs(k, b);
+    TBuf *br = tir_frag_regs(k, b);
     TExpr *x[4];
     for (int j = 0; j < p->E; j++)
         x[j] = reg(k, br, j + p->E * q + 2 * p->E * (kk + p->ks * ni));
@@ -501,7 +492,7 @@ static void k_step(GemmLowering *L, int kk, TExpr *k0)
         load_a(L, k0);
     if (L->s->dst.buf->scope != SC_FRAG)
         load_b(L, k0);
-    TBuf *cr = frag_regs(k, L->s->c.buf);
+    TBuf *cr = tir_frag_regs(k, L->s->c.buf);
     for (int mi = 0; mi < p->mi; mi++)
         for (int nj = 0; nj < p->ni; nj++) {
             /* serpentine order: consecutive mma share an operand */
@@ -543,7 +534,7 @@ TStmt *lower_gemm(TKernel *k, TStmt *s, bool *ok)
         *ok = false;
         return L->out;
     }
-    TBuf *cr = frag_regs(k, c);
+    TBuf *cr = tir_frag_regs(k, c);
     if (s->clear)
         for (int r = 0; r < c->layout->nregs; r++) {
             TExpr *ri = ic(k, r);

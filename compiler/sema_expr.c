@@ -1224,507 +1224,613 @@ static Type *check_tile_builtin(SemaCtx *s, Expr *e, BuiltinId b, const char *fn
     return ty_void();
 }
 
-static Type *check_builtin_call(SemaCtx *s, Expr *e, BuiltinId b)
+/* ---- builtin calls other than tile operations: one check per class of builtins.def ---- */
+
+/* convert<T>(x[, mode]): a conversion with a rounding mode */
+static Type *check_convert(SemaCtx *s, Expr *e, Type *at, Type *tt)
 {
-    const BuiltinInfo *bi = builtin_info(b);
-    const char *fname = bi->name;
-    e->builtin = b;
-    if (bi->cls == BC_TILE)
-        return check_tile_builtin(s, e, b, fname);
-    if (bi->cls == BC_VAR) {
-        ERR(e->loc, "'%s' is not a function", fname);
+    if (!conversion_ok(s, e->args.v[0], tt->dt, e->loc))
+        return ty_error();
+    if (e->args.n == 2) {
+        Expr *m = e->args.v[1];
+        if (m->kind != EX_NAME || (strcmp(m->str, "rn") && strcmp(m->str, "rz") && strcmp(m->str, "rm") && strcmp(m->str, "rp"))) {
+            ERR(m->loc, "the rounding mode of 'convert' is rn, rz, rm or rp");
+            return ty_error();
+        }
+        m->type = ty_void();
+        bool fl_to = dtype_is_float(tt->dt), fl_from = at->kind == TY_SCALAR && dtype_is_float(at->dt);
+        if (!fl_to && !fl_from) {
+            ERR(m->loc, "a rounding mode applies to conversions that involve a float");
+            return ty_error();
+        }
+        if ((dtype_kind(tt->dt) == DK_FP8 || tt->dt == DT_E2M1) && strcmp(m->str, "rn") != 0) {
+            ERR(m->loc, "conversions to %s round to nearest even only (rn)", dtype_name(tt->dt));
+            return ty_error();
+        }
+    }
+    return tt;
+}
+
+/* bitcast<T>(x): the bits of a typed scalar as another type of the same width */
+static Type *check_bitcast(SemaCtx *s, Expr *e, Type *at, Type *tt)
+{
+    if (at->kind == TY_UNTYPED_INT || at->kind == TY_UNTYPED_FLOAT) {
+        ERR(e->args.v[0]->loc, "'bitcast' needs a typed value; write bitcast<%s>(u32(...)) or similar", dtype_name(tt->dt));
         return ty_error();
     }
-    if (b != BI_CONVERT && !check_named(s, e, fname, NULL))
+    if (at->kind != TY_SCALAR) {
+        ERR(e->args.v[0]->loc, "'bitcast' takes a scalar, found %s", tstr(s, at));
         return ty_error();
-    if (b == BI_CONVERT) {
-        static const char *const none[] = {NULL};
-        if (!check_named(s, e, fname, none))
-            return ty_error();
     }
-    if (!check_arity(s, e, fname, bi->min_args, bi->max_args))
+    if (dtype_bits(at->dt) != dtype_bits(tt->dt) || at->dt == DT_BOOL || tt->dt == DT_BOOL) {
+        ERR(e->loc, "'bitcast' from %s (%d bits) to %s (%d bits): the widths must match", dtype_name(at->dt),
+            dtype_bits(at->dt), dtype_name(tt->dt), dtype_bits(tt->dt));
         return ty_error();
-    if (bi->cls == BC_CONV) {
-        if (e->targs.n != 1) {
-            ERR(e->loc, "'%s' takes one type argument: %s<T>(...)", fname, fname);
+    }
+    return tt;
+}
+
+/* view<T>(address, [shape], [strides]): a global tensor at a u64 address */
+static Type *check_view(SemaCtx *s, Expr *e, Type *tt)
+{
+    Type *at = check_expr(s, e->args.v[0], ty_scalar(DT_U64));
+    if (!is_err(at))
+        coerce(s, e->args.v[0], ty_scalar(DT_U64), "view address");
+    Expr *shape = e->args.v[1];
+    if (shape->kind != EX_LIST) {
+        ERR(shape->loc, "'view' takes its shape as a list: view<T>(address, [d0, d1])");
+        return ty_error();
+    }
+    if (shape->args.n < 1 || shape->args.n > TL_MAX_RANK) {
+        ERR(shape->loc, "a view has 1 to %d dimensions", TL_MAX_RANK);
+        return ty_error();
+    }
+    int64_t dims[TL_MAX_RANK];
+    for (int i = 0; i < shape->args.n; i++) {
+        Type *dt = check_expr(s, shape->args.v[i], ty_scalar(DT_I32));
+        if (is_err(dt))
+            return dt;
+        if (!is_int_type(dt)) {
+            ERR(shape->args.v[i]->loc, "a view's extents must be integers");
             return ty_error();
         }
-        Type *tt = type_arg(s, e->targs.v[0]);
-        if (is_err(tt))
-            return tt;
-        if (b == BI_VIEW) {
-            Type *at = check_expr(s, e->args.v[0], ty_scalar(DT_U64));
-            if (!is_err(at))
-                coerce(s, e->args.v[0], ty_scalar(DT_U64), "view address");
-            Expr *shape = e->args.v[1];
-            if (shape->kind != EX_LIST) {
-                ERR(shape->loc, "'view' takes its shape as a list: view<T>(address, [d0, d1])");
-                return ty_error();
-            }
-            if (shape->args.n < 1 || shape->args.n > TL_MAX_RANK) {
-                ERR(shape->loc, "a view has 1 to %d dimensions", TL_MAX_RANK);
-                return ty_error();
-            }
-            int64_t dims[TL_MAX_RANK];
-            for (int i = 0; i < shape->args.n; i++) {
-                Type *dt = check_expr(s, shape->args.v[i], ty_scalar(DT_I32));
-                if (is_err(dt))
-                    return dt;
-                if (!is_int_type(dt)) {
-                    ERR(shape->args.v[i]->loc, "a view's extents must be integers");
-                    return ty_error();
-                }
-                coerce(s, shape->args.v[i], ty_scalar(DT_I32), "view extent");
-                dims[i] = shape->args.v[i]->cv.kind == CV_INT ? shape->args.v[i]->cv.i : DIM_RUNTIME;
-            }
-            shape->type = ty_void();
-            if (e->args.n > 2) {
-                Expr *st = e->args.v[2];
-                if (st->kind != EX_LIST || st->args.n != shape->args.n) {
-                    ERR(st->loc, "'view' strides must be a list with one entry per dimension");
-                    return ty_error();
-                }
-                for (int i = 0; i < st->args.n; i++) {
-                    Type *t = check_expr(s, st->args.v[i], ty_scalar(DT_I64));
-                    if (!is_err(t) && !is_int_type(t)) {
-                        ERR(st->args.v[i]->loc, "a view's strides must be integers");
-                        return ty_error();
-                    }
-                    coerce(s, st->args.v[i], ty_scalar(DT_I64), "view stride");
-                }
-                st->type = ty_void();
-            }
-            e->varying = e->args.v[0]->varying;
-            return ty_region(s->arena, TY_TENSOR, SC_GLOBAL, tt->kind == TY_SCALAR ? tt->dt : DT_NONE,
-                             tt->kind == TY_GENERIC ? tt->generic_name : NULL, shape->args.n, dims);
-        }
-        Type *at = check_expr(s, e->args.v[0], NULL);
-        e->varying = e->args.v[0]->varying;
-        if (is_err(at))
-            return at;
-        if (at->kind == TY_GENERIC || tt->kind == TY_GENERIC)
-            return tt;
-        if (b == BI_BITCAST) {
-            if (at->kind == TY_UNTYPED_INT || at->kind == TY_UNTYPED_FLOAT) {
-                ERR(e->args.v[0]->loc, "'bitcast' needs a typed value; write bitcast<%s>(u32(...)) or similar", dtype_name(tt->dt));
-                return ty_error();
-            }
-            if (at->kind != TY_SCALAR) {
-                ERR(e->args.v[0]->loc, "'bitcast' takes a scalar, found %s", tstr(s, at));
-                return ty_error();
-            }
-            if (dtype_bits(at->dt) != dtype_bits(tt->dt) || at->dt == DT_BOOL || tt->dt == DT_BOOL) {
-                ERR(e->loc, "'bitcast' from %s (%d bits) to %s (%d bits): the widths must match", dtype_name(at->dt),
-                    dtype_bits(at->dt), dtype_name(tt->dt), dtype_bits(tt->dt));
-                return ty_error();
-            }
-            return tt;
-        }
-        /* convert<T>(x, mode) */
-        if (!conversion_ok(s, e->args.v[0], tt->dt, e->loc))
+        coerce(s, shape->args.v[i], ty_scalar(DT_I32), "view extent");
+        dims[i] = shape->args.v[i]->cv.kind == CV_INT ? shape->args.v[i]->cv.i : DIM_RUNTIME;
+    }
+    shape->type = ty_void();
+    if (e->args.n > 2) {
+        Expr *st = e->args.v[2];
+        if (st->kind != EX_LIST || st->args.n != shape->args.n) {
+            ERR(st->loc, "'view' strides must be a list with one entry per dimension");
             return ty_error();
-        if (e->args.n == 2) {
-            Expr *m = e->args.v[1];
-            if (m->kind != EX_NAME || (strcmp(m->str, "rn") && strcmp(m->str, "rz") && strcmp(m->str, "rm") && strcmp(m->str, "rp"))) {
-                ERR(m->loc, "the rounding mode of 'convert' is rn, rz, rm or rp");
-                return ty_error();
-            }
-            m->type = ty_void();
-            bool fl_to = dtype_is_float(tt->dt), fl_from = at->kind == TY_SCALAR && dtype_is_float(at->dt);
-            if (!fl_to && !fl_from) {
-                ERR(m->loc, "a rounding mode applies to conversions that involve a float");
-                return ty_error();
-            }
-            if ((dtype_kind(tt->dt) == DK_FP8 || tt->dt == DT_E2M1) && strcmp(m->str, "rn") != 0) {
-                ERR(m->loc, "conversions to %s round to nearest even only (rn)", dtype_name(tt->dt));
-                return ty_error();
-            }
         }
+        for (int i = 0; i < st->args.n; i++) {
+            Type *t = check_expr(s, st->args.v[i], ty_scalar(DT_I64));
+            if (!is_err(t) && !is_int_type(t)) {
+                ERR(st->args.v[i]->loc, "a view's strides must be integers");
+                return ty_error();
+            }
+            coerce(s, st->args.v[i], ty_scalar(DT_I64), "view stride");
+        }
+        st->type = ty_void();
+    }
+    e->varying = e->args.v[0]->varying;
+    return ty_region(s->arena, TY_TENSOR, SC_GLOBAL, tt->kind == TY_SCALAR ? tt->dt : DT_NONE,
+                     tt->kind == TY_GENERIC ? tt->generic_name : NULL, shape->args.n, dims);
+}
+
+/* CONV: bitcast, convert and view, with their one type argument */
+static Type *check_conv_call(SemaCtx *s, Expr *e, BuiltinId b, const char *fname)
+{
+    if (e->targs.n != 1) {
+        ERR(e->loc, "'%s' takes one type argument: %s<T>(...)", fname, fname);
+        return ty_error();
+    }
+    Type *tt = type_arg(s, e->targs.v[0]);
+    if (is_err(tt))
         return tt;
-    }
-    /* positional arguments */
-    int n = e->args.n;
-    Expr **a = e->args.v;
+    if (b == BI_VIEW)
+        return check_view(s, e, tt);
+    Type *at = check_expr(s, e->args.v[0], NULL);
+    e->varying = e->args.v[0]->varying;
+    if (is_err(at))
+        return at;
+    if (at->kind == TY_GENERIC || tt->kind == TY_GENERIC)
+        return tt;
+    return b == BI_BITCAST ? check_bitcast(s, e, at, tt) : check_convert(s, e, at, tt);
+}
+
+/* The positional arguments of the builtins that take values: each checked, a scalar (but the
+ * first of an atomic, the element it updates); the call varies where one of them does. */
+static bool check_value_args(SemaCtx *s, Expr *e, BuiltinId b, const char *fname)
+{
     bool varying = false;
-    if (b != BI_PRESENT && b != BI_BITS) {
-        for (int i = 0; i < n; i++) {
-            check_expr(s, a[i], NULL);
-            varying |= a[i]->varying;
-            if (is_err(a[i]->type))
-                return ty_error();
-            if (is_region(a[i]->type) && !(b >= BI_ATOMIC_ADD && b <= BI_ATOMIC_CAS && i == 0)) {
-                ERR(a[i]->loc, "'%s' takes scalars; a tile is used element by element inside a parallel loop", fname);
-                return ty_error();
-            }
+    for (int i = 0; i < e->args.n; i++) {
+        Expr *a = e->args.v[i];
+        check_expr(s, a, NULL);
+        varying |= a->varying;
+        if (is_err(a->type))
+            return false;
+        if (is_region(a->type) && !(builtin_info(b)->cls == BC_ATOMIC && i == 0)) {
+            ERR(a->loc, "'%s' takes scalars; a tile is used element by element inside a parallel loop", fname);
+            return false;
         }
     }
     e->varying = varying;
-    switch (bi->cls) {
-    case BC_MATH: {
-        if (b == BI_SELECT) {
-            if (!is_bool_type(a[0]->type) && a[0]->type->kind != TY_GENERIC) {
-                ERR(a[0]->loc, "the condition of 'select' must be bool, found %s", tstr(s, a[0]->type));
-                return ty_error();
-            }
-            Type *t = unify(s, a[1], a[2], e->loc, "select");
-            if (is_err(t))
-                return t;
-            if (t->kind == TY_SCALAR) {
-                coerce(s, a[1], t, "select");
-                coerce(s, a[2], t, "select");
-            }
-            if (a[0]->cv.kind == CV_BOOL)
-                e->cv = a[0]->cv.b ? a[1]->cv : a[2]->cv;
-            return default_type(t);
-        }
-        bool int_ok = b == BI_ABS || b == BI_MIN || b == BI_MAX || b == BI_CLAMP;
-        Type *t = a[0]->type;
-        if (n >= 2) {
-            t = unify(s, a[0], a[1], e->loc, fname);
-            if (n == 3 && !is_err(t)) {
-                a[0]->type = t;
-                t = unify(s, a[0], a[2], e->loc, fname);
-            }
-            if (is_err(t))
-                return t;
-        }
-        if (t->kind == TY_GENERIC)
-            return t;
-        if (int_ok && is_int_type(t)) {
-            t = default_type(t);
-            for (int i = 0; i < n; i++)
-                coerce(s, a[i], t, fname);
-            if (b == BI_MIN || b == BI_MAX) {
-                if (a[0]->cv.kind == CV_INT && a[1]->cv.kind == CV_INT) {
-                    bool u = dtype_kind(t->dt) == DK_UINT;
-                    bool lt = u ? (uint64_t)a[0]->cv.i < (uint64_t)a[1]->cv.i : a[0]->cv.i < a[1]->cv.i;
-                    e->cv = (b == BI_MIN) == lt ? a[0]->cv : a[1]->cv;
-                }
-            } else if (b == BI_ABS && a[0]->cv.kind == CV_INT) {
-                e->cv = cv_int(a[0]->cv.i < 0 ? wsub(0, a[0]->cv.i) : a[0]->cv.i);
-            }
-            if (b == BI_ABS && dtype_kind(t->dt) == DK_UINT) {
-                ERR(e->loc, "'abs' of an unsigned value");
-                return ty_error();
-            }
-            return t;
-        }
-        if (!is_float_type(t) || (t->kind == TY_SCALAR && dtype_kind(t->dt) == DK_SCALE)) {
-            ERR(e->loc, "'%s' takes %s, found %s", fname, int_ok ? "numbers" : "floats", tstr(s, t));
-            return ty_error();
-        }
-        for (int i = 0; i < n; i++)
-            if (!want_float(s, a[i], fname))
-                return ty_error();
-        DType dt = (t->kind == TY_SCALAR && t->dt == DT_F64) ? DT_F64 : DT_F32;
-        for (int i = 0; i < n; i++)
-            if (a[i]->type->kind == TY_SCALAR && a[i]->type->dt != dt)
-                a[i]->type = ty_scalar(dt);
-        if (b == BI_ISFINITE || b == BI_ISNAN)
-            return ty_scalar(DT_BOOL);
-        /* exact operations fold; transcendental ones are left to the target */
-        if (a[0]->cv.kind == CV_FLOAT && (n < 2 || a[1]->cv.kind == CV_FLOAT)) {
-            double x = a[0]->cv.f;
-            switch (b) {
-            case BI_ABS: e->cv = cv_float(fabs(x)); break;
-            case BI_MIN: e->cv = cv_float(fmin(x, a[1]->cv.f)); break;
-            case BI_MAX: e->cv = cv_float(fmax(x, a[1]->cv.f)); break;
-            case BI_FLOOR: e->cv = cv_float(floor(x)); break;
-            case BI_CEIL: e->cv = cv_float(ceil(x)); break;
-            case BI_TRUNC: e->cv = cv_float(trunc(x)); break;
-            case BI_COPYSIGN: e->cv = cv_float(copysign(x, a[1]->cv.f)); break;
-            case BI_SQRT: e->cv = cv_float(dt == DT_F32 ? (double)sqrtf((float)x) : sqrt(x)); break;
-            default: break;
-            }
-        }
-        return ty_scalar(dt);
+    return true;
+}
+
+/* select(c, a, b) */
+static Type *check_select(SemaCtx *s, Expr *e, Expr **a)
+{
+    if (!is_bool_type(a[0]->type) && a[0]->type->kind != TY_GENERIC) {
+        ERR(a[0]->loc, "the condition of 'select' must be bool, found %s", tstr(s, a[0]->type));
+        return ty_error();
     }
-    case BC_INT: {
-        for (int i = 0; i < n; i++)
-            if (!want_int(s, a[i], fname))
-                return ty_error();
-        if (b == BI_POPC || b == BI_CLZ) {
-            if (a[0]->type->kind == TY_UNTYPED_INT) {
-                ERR(a[0]->loc, "'%s' needs a typed integer, e.g. %s(u32(x))", fname, fname);
-                return ty_error();
-            }
-            if (a[0]->type->kind == TY_SCALAR && dtype_bits(a[0]->type->dt) < 32) {
-                ERR(a[0]->loc, "'%s' takes a 32- or 64-bit integer, found %s", fname, dtype_name(a[0]->type->dt));
-                return ty_error();
-            }
-            return ty_scalar(DT_I32);
+    Type *t = unify(s, a[1], a[2], e->loc, "select");
+    if (is_err(t))
+        return t;
+    if (t->kind == TY_SCALAR) {
+        coerce(s, a[1], t, "select");
+        coerce(s, a[2], t, "select");
+    }
+    if (a[0]->cv.kind == CV_BOOL)
+        e->cv = a[0]->cv.b ? a[1]->cv : a[2]->cv;
+    return default_type(t);
+}
+
+/* MATH: pure scalar functions; abs, min, max and clamp of integers too */
+static Type *check_math_call(SemaCtx *s, Expr *e, BuiltinId b, const char *fname)
+{
+    if (!check_value_args(s, e, b, fname))
+        return ty_error();
+    int n = e->args.n;
+    Expr **a = e->args.v;
+    if (b == BI_SELECT)
+        return check_select(s, e, a);
+    bool int_ok = b == BI_ABS || b == BI_MIN || b == BI_MAX || b == BI_CLAMP;
+    Type *t = a[0]->type;
+    if (n >= 2) {
+        t = unify(s, a[0], a[1], e->loc, fname);
+        if (n == 3 && !is_err(t)) {
+            a[0]->type = t;
+            t = unify(s, a[0], a[2], e->loc, fname);
         }
-        Type *t = unify(s, a[0], a[1], e->loc, fname);
         if (is_err(t))
             return t;
-        if (t->kind == TY_SCALAR) {
-            coerce(s, a[0], t, fname);
-            coerce(s, a[1], t, fname);
-        }
-        if (a[0]->cv.kind == CV_INT && a[1]->cv.kind == CV_INT) {
-            int64_t x = a[0]->cv.i, y = a[1]->cv.i;
-            if (y == 0 && b != BI_GCD) {
-                ERR(a[1]->loc, "'%s' by zero", fname);
-                return ty_error();
-            }
-            if (b == BI_GCD) { /* on magnitudes, in unsigned arithmetic so that INT64_MIN does not trap */
-                uint64_t u = x < 0 ? 0 - (uint64_t)x : (uint64_t)x, v = y < 0 ? 0 - (uint64_t)y : (uint64_t)y;
-                while (v) {
-                    uint64_t t2 = u % v;
-                    u = v;
-                    v = t2;
-                }
-                e->cv = cv_int((int64_t)u);
-                return t;
-            }
-            /* INT64_MIN / -1 traps: it wraps to INT64_MIN, as on the target */
-            int64_t q = y == -1 ? wsub(0, x) : x / y, r = y == -1 ? 0 : x % y;
-            if (b == BI_CDIV)
-                e->cv = cv_int(wadd(q, (r != 0) && ((r > 0) == (y > 0))));
-            else if (b == BI_ALIGN)
-                e->cv = cv_int(wmul(wadd(q, (r != 0) && ((r > 0) == (y > 0))), y));
-            else if (b == BI_FLOORDIV)
-                e->cv = cv_int(wsub(q, (r != 0) && ((r < 0) != (y < 0))));
-            else if (b == BI_FLOORMOD)
-                e->cv = cv_int(r + (((r != 0) && ((r < 0) != (y < 0))) ? y : 0));
-        } else if (a[0]->cv.kind == CV_UNKNOWN || a[1]->cv.kind == CV_UNKNOWN) {
-            e->cv = cv_unknown();
-        }
+    }
+    if (t->kind == TY_GENERIC)
         return t;
-    }
-    case BC_CT: {
-        switch (b) {
-        case BI_PRESENT: {
-            Expr *x = a[0];
-            Sym *ps = x->kind == EX_NAME ? scope_lookup(s, x->str) : NULL;
-            if (!ps || ps->kind != SYM_TENSOR) {
-                ERR(x->loc, "'present' takes the name of a tensor parameter");
-                return ty_error();
-            }
-            if (!ps->optional) {
-                ERR(x->loc, "'%s' is not optional (declare it as '%s: ...[...]?')", x->str, x->str);
-                return ty_error();
-            }
-            x->sym = ps;
-            x->type = ps->type;
-            e->cv = s->generic ? cv_unknown() : cv_bool(ps->present);
-            return ty_scalar(DT_BOOL);
-        }
-        case BI_BITS: {
-            Type *t = type_arg(s, a[0]);
-            if (is_err(t))
-                return t;
-            e->cv = t->kind == TY_SCALAR ? cv_int(dtype_bits(t->dt)) : cv_unknown();
-            return ty_untyped_int();
-        }
-        case BI_IS_POW2:
-        case BI_ILOG2: {
-            if (!want_int(s, a[0], fname))
-                return ty_error();
-            if (a[0]->cv.kind == CV_UNKNOWN) {
-                e->cv = cv_unknown();
-            } else if (a[0]->cv.kind != CV_INT) {
-                ERR(a[0]->loc, "'%s' needs a compile-time integer", fname);
-                return ty_error();
-            } else if (b == BI_IS_POW2) {
-                e->cv = cv_bool(tl_is_pow2(a[0]->cv.i));
-            } else {
-                if (a[0]->cv.i <= 0) {
-                    ERR(a[0]->loc, "'ilog2' of %lld", (long long)a[0]->cv.i);
-                    return ty_error();
-                }
-                e->cv = cv_int(tl_log2_floor((uint64_t)a[0]->cv.i));
-            }
-            return b == BI_IS_POW2 ? ty_scalar(DT_BOOL) : ty_untyped_int();
-        }
-        case BI_STATIC_ASSERT: {
-            if (!is_bool_type(a[0]->type)) {
-                ERR(a[0]->loc, "'static_assert' takes a bool condition");
-                return ty_error();
-            }
-            if (n == 2 && a[1]->kind != EX_STRING) {
-                ERR(a[1]->loc, "the message of 'static_assert' must be a string literal");
-                return ty_error();
-            }
-            if (a[0]->cv.kind == CV_NONE) {
-                ERR(a[0]->loc, "'static_assert' needs a compile-time condition");
-                return ty_error();
-            }
-            if (a[0]->cv.kind == CV_BOOL && !a[0]->cv.b) {
-                if (n == 2)
-                    ERR(e->loc, "static assertion failed: %s", a[1]->str);
-                else
-                    ERR(e->loc, "static assertion failed");
-                return ty_error();
-            }
-            return ty_void();
-        }
-        default: break;
-        }
-        break;
-    }
-    case BC_THREAD:
-    case BC_ATOMIC: {
-        if (s->in_signature) {
-            ERR(e->loc, "'%s' cannot be used in a kernel signature", fname);
-            return ty_error();
-        }
-        bool barrier = b == BI_SYNC_THREADS || b == BI_GRID_SYNC || b == BI_BLOCK_SUM || b == BI_BLOCK_MAX || b == BI_BLOCK_MIN;
-        if (barrier && s->parallel_level > 0) {
-            ERR(e->loc, "'%s' synchronises the block and cannot be used inside a 'parallel' loop", fname);
-            return ty_error();
-        }
-        if (barrier && s->varying_cf) {
-            ERR(e->loc, "'%s' synchronises the block and cannot be used under thread-dependent control flow", fname);
-            diag_note(s->d, s->varying_cf_loc, "this condition depends on the thread");
-            return ty_error();
-        }
-        if ((b == BI_BLOCK_SUM || b == BI_BLOCK_MAX || b == BI_BLOCK_MIN) && s->partial) {
-            ERR(e->loc, "'%s' needs every thread of the block and cannot follow a thread-dependent 'return'", fname);
-            diag_note(s->d, s->partial_loc, "some threads may have returned here");
-            return ty_error();
-        }
-        if (b == BI_GRID_SYNC && s->kernel && !s->kernel->launch.cooperative) {
-            ERR(e->loc, "'grid_sync' needs a cooperative launch; add 'cooperative' after threads(...)");
-            return ty_error();
-        }
-        if ((b == BI_PDL_WAIT || b == BI_PDL_TRIGGER) && s->kernel && !s->kernel->launch.pdl) {
-            ERR(e->loc, "'%s' needs programmatic dependent launch; add 'pdl' after threads(...)", fname);
-            return ty_error();
-        }
-        switch (b) {
-        case BI_SYNC_THREADS:
-        case BI_GRID_SYNC:
-        case BI_PDL_WAIT:
-        case BI_PDL_TRIGGER:
-        case BI_TRAP:
-            return ty_void();
-        case BI_SYNC_WARP:
-            if (n == 1) {
-                if (!want_int(s, a[0], fname))
-                    return ty_error();
-                coerce(s, a[0], ty_scalar(DT_U32), "lane mask");
-            }
-            return ty_void();
-        case BI_SHFL:
-        case BI_SHFL_XOR:
-        case BI_SHFL_UP:
-        case BI_SHFL_DOWN: {
-            Type *t = default_type(a[0]->type);
-            if (t->kind == TY_SCALAR && a[0]->type->kind != TY_SCALAR)
-                coerce(s, a[0], t, fname);
-            if (t->kind == TY_SCALAR && (t->dt == DT_BOOL || dtype_bits(t->dt) < 32 || !dtype_is_arith(t->dt))) {
-                ERR(a[0]->loc, "'%s' moves 32- or 64-bit values, found %s; convert or bitcast first", fname, dtype_name(t->dt));
-                return ty_error();
-            }
-            for (int i = 1; i < n; i++) {
-                if (!want_int(s, a[i], fname))
-                    return ty_error();
-                coerce(s, a[i], ty_scalar(DT_I32), fname);
-            }
-            if (n == 3 && a[2]->cv.kind == CV_INT && !(tl_is_pow2(a[2]->cv.i) && a[2]->cv.i <= 32)) {
-                ERR(a[2]->loc, "the width of '%s' must be a power of two up to 32", fname);
-                return ty_error();
-            }
-            e->varying = true;
-            return t;
-        }
-        case BI_WARP_SUM:
-        case BI_WARP_MAX:
-        case BI_WARP_MIN:
-        case BI_BLOCK_SUM:
-        case BI_BLOCK_MAX:
-        case BI_BLOCK_MIN: {
-            Type *t = default_type(a[0]->type);
-            if (t->kind == TY_SCALAR && a[0]->type->kind != TY_SCALAR)
-                coerce(s, a[0], t, fname);
-            if (t->kind == TY_SCALAR && !dtype_is_arith(t->dt)) {
-                ERR(a[0]->loc, "'%s' takes i32, u32, i64, u64, f32 or f64, found %s", fname, dtype_name(t->dt));
-                return ty_error();
-            }
-            if (t->kind == TY_SCALAR && dtype_bits(t->dt) < 32) {
-                ERR(a[0]->loc, "'%s' takes 32- or 64-bit values, found %s", fname, dtype_name(t->dt));
-                return ty_error();
-            }
-            e->varying = b == BI_WARP_SUM || b == BI_WARP_MAX || b == BI_WARP_MIN;
-            return t;
-        }
-        case BI_BALLOT:
-            if (!is_bool_type(a[0]->type) && a[0]->type->kind != TY_GENERIC) {
-                ERR(a[0]->loc, "'ballot' takes a bool, found %s", tstr(s, a[0]->type));
-                return ty_error();
-            }
-            e->varying = true;
-            return ty_scalar(DT_U32);
-        case BI_MATCH_ANY: {
-            Type *t = default_type(a[0]->type);
-            if (t->kind == TY_SCALAR && a[0]->type->kind != TY_SCALAR)
-                coerce(s, a[0], t, fname);
-            if (t->kind == TY_SCALAR && (!dtype_is_int(t->dt) || dtype_bits(t->dt) < 32)) {
-                ERR(a[0]->loc, "'match_any' takes a 32- or 64-bit integer, found %s", dtype_name(t->dt));
-                return ty_error();
-            }
-            e->varying = true;
-            return ty_scalar(DT_U32);
-        }
-        case BI_ASSERT:
-            if (!is_bool_type(a[0]->type) && a[0]->type->kind != TY_GENERIC) {
-                ERR(a[0]->loc, "'assert' takes a bool condition, found %s", tstr(s, a[0]->type));
-                return ty_error();
-            }
-            if (n == 2 && a[1]->kind != EX_STRING) {
-                ERR(a[1]->loc, "the message of 'assert' must be a string literal");
-                return ty_error();
-            }
-            return ty_void();
-        case BI_PRINTF:
-            if (a[0]->kind != EX_STRING) {
-                ERR(a[0]->loc, "the format of 'printf' must be a string literal");
-                return ty_error();
-            }
-            for (int i = 1; i < n; i++) {
-                Type *t = a[i]->type;
-                if (t->kind == TY_UNTYPED_INT || t->kind == TY_UNTYPED_FLOAT)
-                    coerce(s, a[i], default_type(t), "printf argument");
-                else if (t->kind != TY_SCALAR && t->kind != TY_GENERIC) {
-                    ERR(a[i]->loc, "'printf' prints scalars, not %s", tstr(s, t));
-                    return ty_error();
-                }
-            }
-            return ty_void();
-        default: break;
-        }
-        /* atomics */
-        if (!check_atomic_target(s, a[0], fname))
-            return ty_error();
-        Type *t = a[0]->type;
-        for (int i = 1; i < n; i++)
+    if (int_ok && is_int_type(t)) {
+        t = default_type(t);
+        for (int i = 0; i < n; i++)
             coerce(s, a[i], t, fname);
-        if (t->kind == TY_SCALAR) {
-            DType d = t->dt;
-            bool ok32_64 = (dtype_bits(d) == 32 || dtype_bits(d) == 64);
-            bool ok;
-            switch (b) {
-            case BI_ATOMIC_ADD: ok = ok32_64 && d != DT_BOOL; break;
-            case BI_ATOMIC_MAX:
-            case BI_ATOMIC_MIN:
-            case BI_ATOMIC_AND:
-            case BI_ATOMIC_OR:
-            case BI_ATOMIC_XOR:
-            case BI_ATOMIC_CAS: ok = ok32_64 && dtype_is_int(d); break;
-            default: ok = ok32_64; break;
+        if (b == BI_MIN || b == BI_MAX) {
+            if (a[0]->cv.kind == CV_INT && a[1]->cv.kind == CV_INT) {
+                bool u = dtype_kind(t->dt) == DK_UINT;
+                bool lt = u ? (uint64_t)a[0]->cv.i < (uint64_t)a[1]->cv.i : a[0]->cv.i < a[1]->cv.i;
+                e->cv = (b == BI_MIN) == lt ? a[0]->cv : a[1]->cv;
             }
-            if (!ok) {
-                ERR(a[0]->loc, "'%s' does not work on %s", fname, dtype_name(d));
-                return ty_error();
-            }
+        } else if (b == BI_ABS && a[0]->cv.kind == CV_INT) {
+            e->cv = cv_int(a[0]->cv.i < 0 ? wsub(0, a[0]->cv.i) : a[0]->cv.i);
         }
-        e->varying = true;
+        if (b == BI_ABS && dtype_kind(t->dt) == DK_UINT) {
+            ERR(e->loc, "'abs' of an unsigned value");
+            return ty_error();
+        }
         return t;
     }
-    default: break;
+    if (!is_float_type(t) || (t->kind == TY_SCALAR && dtype_kind(t->dt) == DK_SCALE)) {
+        ERR(e->loc, "'%s' takes %s, found %s", fname, int_ok ? "numbers" : "floats", tstr(s, t));
+        return ty_error();
+    }
+    for (int i = 0; i < n; i++)
+        if (!want_float(s, a[i], fname))
+            return ty_error();
+    DType dt = (t->kind == TY_SCALAR && t->dt == DT_F64) ? DT_F64 : DT_F32;
+    for (int i = 0; i < n; i++)
+        if (a[i]->type->kind == TY_SCALAR && a[i]->type->dt != dt)
+            a[i]->type = ty_scalar(dt);
+    if (b == BI_ISFINITE || b == BI_ISNAN)
+        return ty_scalar(DT_BOOL);
+    /* exact operations fold; transcendental ones are left to the target */
+    if (a[0]->cv.kind == CV_FLOAT && (n < 2 || a[1]->cv.kind == CV_FLOAT)) {
+        double x = a[0]->cv.f;
+        switch (b) {
+        case BI_ABS: e->cv = cv_float(fabs(x)); break;
+        case BI_MIN: e->cv = cv_float(fmin(x, a[1]->cv.f)); break;
+        case BI_MAX: e->cv = cv_float(fmax(x, a[1]->cv.f)); break;
+        case BI_FLOOR: e->cv = cv_float(floor(x)); break;
+        case BI_CEIL: e->cv = cv_float(ceil(x)); break;
+        case BI_TRUNC: e->cv = cv_float(trunc(x)); break;
+        case BI_COPYSIGN: e->cv = cv_float(copysign(x, a[1]->cv.f)); break;
+        case BI_SQRT: e->cv = cv_float(dt == DT_F32 ? (double)sqrtf((float)x) : sqrt(x)); break;
+        default: break;
+        }
+    }
+    return ty_scalar(dt);
+}
+
+/* INT: integer helpers (popc and clz of one value, the others of two) */
+static Type *check_int_call(SemaCtx *s, Expr *e, BuiltinId b, const char *fname)
+{
+    if (!check_value_args(s, e, b, fname))
+        return ty_error();
+    int n = e->args.n;
+    Expr **a = e->args.v;
+    for (int i = 0; i < n; i++)
+        if (!want_int(s, a[i], fname))
+            return ty_error();
+    if (b == BI_POPC || b == BI_CLZ) {
+        if (a[0]->type->kind == TY_UNTYPED_INT) {
+            ERR(a[0]->loc, "'%s' needs a typed integer, e.g. %s(u32(x))", fname, fname);
+            return ty_error();
+        }
+        if (a[0]->type->kind == TY_SCALAR && dtype_bits(a[0]->type->dt) < 32) {
+            ERR(a[0]->loc, "'%s' takes a 32- or 64-bit integer, found %s", fname, dtype_name(a[0]->type->dt));
+            return ty_error();
+        }
+        return ty_scalar(DT_I32);
+    }
+    Type *t = unify(s, a[0], a[1], e->loc, fname);
+    if (is_err(t))
+        return t;
+    if (t->kind == TY_SCALAR) {
+        coerce(s, a[0], t, fname);
+        coerce(s, a[1], t, fname);
+    }
+    if (a[0]->cv.kind == CV_INT && a[1]->cv.kind == CV_INT) {
+        int64_t x = a[0]->cv.i, y = a[1]->cv.i;
+        if (y == 0 && b != BI_GCD) {
+            ERR(a[1]->loc, "'%s' by zero", fname);
+            return ty_error();
+        }
+        if (b == BI_GCD) { /* on magnitudes, in unsigned arithmetic so that INT64_MIN does not trap */
+            uint64_t u = x < 0 ? 0 - (uint64_t)x : (uint64_t)x, v = y < 0 ? 0 - (uint64_t)y : (uint64_t)y;
+            while (v) {
+                uint64_t t2 = u % v;
+                u = v;
+                v = t2;
+            }
+            e->cv = cv_int((int64_t)u);
+            return t;
+        }
+        /* INT64_MIN / -1 traps: it wraps to INT64_MIN, as on the target */
+        int64_t q = y == -1 ? wsub(0, x) : x / y, r = y == -1 ? 0 : x % y;
+        if (b == BI_CDIV)
+            e->cv = cv_int(wadd(q, (r != 0) && ((r > 0) == (y > 0))));
+        else if (b == BI_ALIGN)
+            e->cv = cv_int(wmul(wadd(q, (r != 0) && ((r > 0) == (y > 0))), y));
+        else if (b == BI_FLOORDIV)
+            e->cv = cv_int(wsub(q, (r != 0) && ((r < 0) != (y < 0))));
+        else if (b == BI_FLOORMOD)
+            e->cv = cv_int(r + (((r != 0) && ((r < 0) != (y < 0))) ? y : 0));
+    } else if (a[0]->cv.kind == CV_UNKNOWN || a[1]->cv.kind == CV_UNKNOWN) {
+        e->cv = cv_unknown();
+    }
+    return t;
+}
+
+/* present(x): whether an optional tensor parameter was given */
+static Type *check_present(SemaCtx *s, Expr *e, Expr *x)
+{
+    Sym *ps = x->kind == EX_NAME ? scope_lookup(s, x->str) : NULL;
+    if (!ps || ps->kind != SYM_TENSOR) {
+        ERR(x->loc, "'present' takes the name of a tensor parameter");
+        return ty_error();
+    }
+    if (!ps->optional) {
+        ERR(x->loc, "'%s' is not optional (declare it as '%s: ...[...]?')", x->str, x->str);
+        return ty_error();
+    }
+    x->sym = ps;
+    x->type = ps->type;
+    e->cv = s->generic ? cv_unknown() : cv_bool(ps->present);
+    return ty_scalar(DT_BOOL);
+}
+
+/* static_assert(cond[, "msg"]) */
+static Type *check_static_assert(SemaCtx *s, Expr *e, Expr **a, int n)
+{
+    if (!is_bool_type(a[0]->type)) {
+        ERR(a[0]->loc, "'static_assert' takes a bool condition");
+        return ty_error();
+    }
+    if (n == 2 && a[1]->kind != EX_STRING) {
+        ERR(a[1]->loc, "the message of 'static_assert' must be a string literal");
+        return ty_error();
+    }
+    if (a[0]->cv.kind == CV_NONE) {
+        ERR(a[0]->loc, "'static_assert' needs a compile-time condition");
+        return ty_error();
+    }
+    if (a[0]->cv.kind == CV_BOOL && !a[0]->cv.b) {
+        if (n == 2)
+            ERR(e->loc, "static assertion failed: %s", a[1]->str);
+        else
+            ERR(e->loc, "static assertion failed");
+        return ty_error();
     }
     return ty_void();
+}
+
+/* CT: compile-time only; present and bits take a name and a type, not values */
+static Type *check_ct_call(SemaCtx *s, Expr *e, BuiltinId b, const char *fname)
+{
+    int n = e->args.n;
+    Expr **a = e->args.v;
+    if (b == BI_PRESENT || b == BI_BITS)
+        e->varying = false;
+    else if (!check_value_args(s, e, b, fname))
+        return ty_error();
+    switch (b) {
+    case BI_PRESENT: return check_present(s, e, a[0]);
+    case BI_BITS: {
+        Type *t = type_arg(s, a[0]);
+        if (is_err(t))
+            return t;
+        e->cv = t->kind == TY_SCALAR ? cv_int(dtype_bits(t->dt)) : cv_unknown();
+        return ty_untyped_int();
+    }
+    case BI_IS_POW2:
+    case BI_ILOG2:
+        if (!want_int(s, a[0], fname))
+            return ty_error();
+        if (a[0]->cv.kind == CV_UNKNOWN) {
+            e->cv = cv_unknown();
+        } else if (a[0]->cv.kind != CV_INT) {
+            ERR(a[0]->loc, "'%s' needs a compile-time integer", fname);
+            return ty_error();
+        } else if (b == BI_IS_POW2) {
+            e->cv = cv_bool(tl_is_pow2(a[0]->cv.i));
+        } else {
+            if (a[0]->cv.i <= 0) {
+                ERR(a[0]->loc, "'ilog2' of %lld", (long long)a[0]->cv.i);
+                return ty_error();
+            }
+            e->cv = cv_int(tl_log2_floor((uint64_t)a[0]->cv.i));
+        }
+        return b == BI_IS_POW2 ? ty_scalar(DT_BOOL) : ty_untyped_int();
+    case BI_STATIC_ASSERT: return check_static_assert(s, e, a, n);
+    default: return ty_void();
+    }
+}
+
+/* the thread-level builtins that every thread of the block must reach together */
+static bool synchronises_block(BuiltinId b)
+{
+    switch (b) {
+    case BI_SYNC_THREADS:
+    case BI_GRID_SYNC:
+    case BI_BLOCK_SUM:
+    case BI_BLOCK_MAX:
+    case BI_BLOCK_MIN: return true;
+    default: return false;
+    }
+}
+
+/* Where a thread-level builtin or an atomic may stand: not in a kernel signature; one that
+ * synchronises the block not in a parallel loop nor under thread-dependent control flow; a
+ * block reduction not after a thread-dependent return; grid_sync and the pdl calls where the
+ * launch allows them. */
+static bool thread_call_allowed(SemaCtx *s, Expr *e, BuiltinId b, const char *fname)
+{
+    if (s->in_signature) {
+        ERR(e->loc, "'%s' cannot be used in a kernel signature", fname);
+        return false;
+    }
+    bool barrier = synchronises_block(b);
+    if (barrier && s->parallel_level > 0) {
+        ERR(e->loc, "'%s' synchronises the block and cannot be used inside a 'parallel' loop", fname);
+        return false;
+    }
+    if (barrier && s->varying_cf) {
+        ERR(e->loc, "'%s' synchronises the block and cannot be used under thread-dependent control flow", fname);
+        diag_note(s->d, s->varying_cf_loc, "this condition depends on the thread");
+        return false;
+    }
+    if ((b == BI_BLOCK_SUM || b == BI_BLOCK_MAX || b == BI_BLOCK_MIN) && s->partial) {
+        ERR(e->loc, "'%s' needs every thread of the block and cannot follow a thread-dependent 'return'", fname);
+        diag_note(s->d, s->partial_loc, "some threads may have returned here");
+        return false;
+    }
+    if (b == BI_GRID_SYNC && s->kernel && !s->kernel->launch.cooperative) {
+        ERR(e->loc, "'grid_sync' needs a cooperative launch; add 'cooperative' after threads(...)");
+        return false;
+    }
+    if ((b == BI_PDL_WAIT || b == BI_PDL_TRIGGER) && s->kernel && !s->kernel->launch.pdl) {
+        ERR(e->loc, "'%s' needs programmatic dependent launch; add 'pdl' after threads(...)", fname);
+        return false;
+    }
+    return true;
+}
+
+/* shfl, shfl_xor, shfl_up, shfl_down(v, lane or offset[, width]) */
+static Type *check_shfl(SemaCtx *s, Expr *e, Expr **a, int n, const char *fname)
+{
+    Type *t = default_type(a[0]->type);
+    if (t->kind == TY_SCALAR && a[0]->type->kind != TY_SCALAR)
+        coerce(s, a[0], t, fname);
+    if (t->kind == TY_SCALAR && (t->dt == DT_BOOL || dtype_bits(t->dt) < 32 || !dtype_is_arith(t->dt))) {
+        ERR(a[0]->loc, "'%s' moves 32- or 64-bit values, found %s; convert or bitcast first", fname, dtype_name(t->dt));
+        return ty_error();
+    }
+    for (int i = 1; i < n; i++) {
+        if (!want_int(s, a[i], fname))
+            return ty_error();
+        coerce(s, a[i], ty_scalar(DT_I32), fname);
+    }
+    if (n == 3 && a[2]->cv.kind == CV_INT && !(tl_is_pow2(a[2]->cv.i) && a[2]->cv.i <= 32)) {
+        ERR(a[2]->loc, "the width of '%s' must be a power of two up to 32", fname);
+        return ty_error();
+    }
+    e->varying = true;
+    return t;
+}
+
+/* warp_sum / max / min and block_sum / max / min(v) */
+static Type *check_group_reduce(SemaCtx *s, Expr *e, BuiltinId b, Expr **a, const char *fname)
+{
+    Type *t = default_type(a[0]->type);
+    if (t->kind == TY_SCALAR && a[0]->type->kind != TY_SCALAR)
+        coerce(s, a[0], t, fname);
+    if (t->kind == TY_SCALAR && !dtype_is_arith(t->dt)) {
+        ERR(a[0]->loc, "'%s' takes i32, u32, i64, u64, f32 or f64, found %s", fname, dtype_name(t->dt));
+        return ty_error();
+    }
+    if (t->kind == TY_SCALAR && dtype_bits(t->dt) < 32) {
+        ERR(a[0]->loc, "'%s' takes 32- or 64-bit values, found %s", fname, dtype_name(t->dt));
+        return ty_error();
+    }
+    e->varying = b == BI_WARP_SUM || b == BI_WARP_MAX || b == BI_WARP_MIN;
+    return t;
+}
+
+/* printf("fmt", args...) */
+static Type *check_printf(SemaCtx *s, Expr **a, int n)
+{
+    if (a[0]->kind != EX_STRING) {
+        ERR(a[0]->loc, "the format of 'printf' must be a string literal");
+        return ty_error();
+    }
+    for (int i = 1; i < n; i++) {
+        Type *t = a[i]->type;
+        if (t->kind == TY_UNTYPED_INT || t->kind == TY_UNTYPED_FLOAT)
+            coerce(s, a[i], default_type(t), "printf argument");
+        else if (t->kind != TY_SCALAR && t->kind != TY_GENERIC) {
+            ERR(a[i]->loc, "'printf' prints scalars, not %s", tstr(s, t));
+            return ty_error();
+        }
+    }
+    return ty_void();
+}
+
+/* THREAD: thread-level builtins (barriers, shuffles, warp and block reductions, votes, device
+ * assert, printf, trap) */
+static Type *check_thread_call(SemaCtx *s, Expr *e, BuiltinId b, const char *fname)
+{
+    if (!check_value_args(s, e, b, fname) || !thread_call_allowed(s, e, b, fname))
+        return ty_error();
+    int n = e->args.n;
+    Expr **a = e->args.v;
+    switch (b) {
+    case BI_SYNC_THREADS:
+    case BI_GRID_SYNC:
+    case BI_PDL_WAIT:
+    case BI_PDL_TRIGGER:
+    case BI_TRAP:
+        return ty_void();
+    case BI_SYNC_WARP:
+        if (n == 1) {
+            if (!want_int(s, a[0], fname))
+                return ty_error();
+            coerce(s, a[0], ty_scalar(DT_U32), "lane mask");
+        }
+        return ty_void();
+    case BI_SHFL:
+    case BI_SHFL_XOR:
+    case BI_SHFL_UP:
+    case BI_SHFL_DOWN: return check_shfl(s, e, a, n, fname);
+    case BI_WARP_SUM:
+    case BI_WARP_MAX:
+    case BI_WARP_MIN:
+    case BI_BLOCK_SUM:
+    case BI_BLOCK_MAX:
+    case BI_BLOCK_MIN: return check_group_reduce(s, e, b, a, fname);
+    case BI_BALLOT:
+        if (!is_bool_type(a[0]->type) && a[0]->type->kind != TY_GENERIC) {
+            ERR(a[0]->loc, "'ballot' takes a bool, found %s", tstr(s, a[0]->type));
+            return ty_error();
+        }
+        e->varying = true;
+        return ty_scalar(DT_U32);
+    case BI_MATCH_ANY: {
+        Type *t = default_type(a[0]->type);
+        if (t->kind == TY_SCALAR && a[0]->type->kind != TY_SCALAR)
+            coerce(s, a[0], t, fname);
+        if (t->kind == TY_SCALAR && (!dtype_is_int(t->dt) || dtype_bits(t->dt) < 32)) {
+            ERR(a[0]->loc, "'match_any' takes a 32- or 64-bit integer, found %s", dtype_name(t->dt));
+            return ty_error();
+        }
+        e->varying = true;
+        return ty_scalar(DT_U32);
+    }
+    case BI_ASSERT:
+        if (!is_bool_type(a[0]->type) && a[0]->type->kind != TY_GENERIC) {
+            ERR(a[0]->loc, "'assert' takes a bool condition, found %s", tstr(s, a[0]->type));
+            return ty_error();
+        }
+        if (n == 2 && a[1]->kind != EX_STRING) {
+            ERR(a[1]->loc, "the message of 'assert' must be a string literal");
+            return ty_error();
+        }
+        return ty_void();
+    case BI_PRINTF: return check_printf(s, a, n);
+    default: return ty_void();
+    }
+}
+
+/* ATOMIC: atomic_*(x[i], v...), returning the old value */
+static Type *check_atomic_call(SemaCtx *s, Expr *e, BuiltinId b, const char *fname)
+{
+    if (!check_value_args(s, e, b, fname) || !thread_call_allowed(s, e, b, fname))
+        return ty_error();
+    int n = e->args.n;
+    Expr **a = e->args.v;
+    if (!check_atomic_target(s, a[0], fname))
+        return ty_error();
+    Type *t = a[0]->type;
+    for (int i = 1; i < n; i++)
+        coerce(s, a[i], t, fname);
+    if (t->kind == TY_SCALAR) {
+        DType d = t->dt;
+        bool ok32_64 = (dtype_bits(d) == 32 || dtype_bits(d) == 64);
+        bool ok;
+        switch (b) {
+        case BI_ATOMIC_ADD: ok = ok32_64 && d != DT_BOOL; break;
+        case BI_ATOMIC_MAX:
+        case BI_ATOMIC_MIN:
+        case BI_ATOMIC_AND:
+        case BI_ATOMIC_OR:
+        case BI_ATOMIC_XOR:
+        case BI_ATOMIC_CAS: ok = ok32_64 && dtype_is_int(d); break;
+        default: ok = ok32_64; break;
+        }
+        if (!ok) {
+            ERR(a[0]->loc, "'%s' does not work on %s", fname, dtype_name(d));
+            return ty_error();
+        }
+    }
+    e->varying = true;
+    return t;
+}
+
+/* VAR: builtin variables and namespaces are not called */
+static Type *check_var_call(SemaCtx *s, Expr *e, BuiltinId b, const char *fname)
+{
+    ERR(e->loc, "'%s' is not a function", fname);
+    return ty_error();
+}
+
+/* A builtin call, checked by its class: every class but TILE (named arguments of its own) and
+ * VAR first takes no named arguments and its number of positional ones. */
+static Type *check_builtin_call(SemaCtx *s, Expr *e, BuiltinId b)
+{
+    static const struct {
+        Type *(*check)(SemaCtx *s, Expr *e, BuiltinId b, const char *fname);
+        bool positional;   /* no named arguments, min_args..max_args positional ones */
+    } by_class[] = {
+        [BC_MATH] = {check_math_call, true},     [BC_INT] = {check_int_call, true},
+        [BC_CT] = {check_ct_call, true},         [BC_THREAD] = {check_thread_call, true},
+        [BC_ATOMIC] = {check_atomic_call, true}, [BC_TILE] = {check_tile_builtin, false},
+        [BC_CONV] = {check_conv_call, true},     [BC_VAR] = {check_var_call, false},
+    };
+    const BuiltinInfo *bi = builtin_info(b);
+    e->builtin = b;
+    if (by_class[bi->cls].positional &&
+        (!check_named(s, e, bi->name, NULL) || !check_arity(s, e, bi->name, bi->min_args, bi->max_args)))
+        return ty_error();
+    return by_class[bi->cls].check(s, e, b, bi->name);
 }
 
 static Type *check_call(SemaCtx *s, Expr *e)

@@ -350,6 +350,37 @@ TStmt *ts_intrin(TKernel *k, int id, int64_t ival, TExpr **args, int nargs, TExp
     return s;
 }
 
+TStmt *ts_guard(TKernel *k, TExpr *pred, TStmt *s)
+{
+    if (!pred)
+        return s;
+    TStmt *i = ts_if(k, pred);
+    ts_push(k, i, s);
+    return i;
+}
+
+/* ---- a frag's register array (after layout: one element per register of its layout) ---- */
+TBuf *tir_frag_regs(TKernel *k, TBuf *f)
+{
+    if (!f->regs) {
+        int64_t n = f->layout ? f->layout->nregs : 1;
+        f->regs = tir_buf(k, arena_printf(k->arena, "%s.r", f->name), SC_LOCAL, f->dt, 1, &n);
+    }
+    return f->regs;
+}
+
+TExpr *tx_frag_reg(TKernel *k, TBuf *f, int r)
+{
+    TExpr *i = tx_const_int(k, DT_I32, r);
+    return tx_load(k, tir_frag_regs(k, f), &i, 1);
+}
+
+TStmt *ts_frag_reg_store(TKernel *k, TBuf *f, int r, TExpr *v)
+{
+    TExpr *i = tx_const_int(k, DT_I32, r);
+    return ts_store(k, tir_frag_regs(k, f), &i, 1, tx_cvt(k, f->dt, v, RND_DEFAULT));
+}
+
 /* ---- known divisibility of integer expressions: the alignment of vector accesses ---- */
 static int64_t fact_div(const TKernel *k, int param, int axis, bool stride)
 {

@@ -213,7 +213,7 @@ struct TStmt {
     int dim;
     int group;            /* REDUCE: reduce groups of `group` consecutive elements (0 = whole dim) */
     bool clear, exclusive, trans_a, trans_b;
-    bool no_split;        /* COPY: split = false, one version with checks (lower_tiles.c) */
+    bool no_split;        /* COPY: split = false, one version with checks (lower_copy.c) */
     TVar **pvars;         /* PARALLEL loop indices */
     int npvars;
     TBuf *ptile;          /* PARALLEL: the tile iterated */
@@ -284,15 +284,37 @@ TStmt *ts_for(TKernel *k, TVar *v, TExpr *lo, TExpr *hi, TExpr *step, ForKind ki
 TStmt *ts_barrier(TKernel *k);
 /* a target instruction (TI_*) with its arguments and the register-array elements it writes */
 TStmt *ts_intrin(TKernel *k, int id, int64_t ival, TExpr **args, int nargs, TExpr **outs, int nouts, Loc loc);
+/* s under `if pred` (s itself when pred is NULL) */
+TStmt *ts_guard(TKernel *k, TExpr *pred, TStmt *s);
+/* the register array a frag becomes (made on first use: one element per register of its
+ * layout), register r of it, and a store into it converting to the frag's type */
+TBuf *tir_frag_regs(TKernel *k, TBuf *f);
+TExpr *tx_frag_reg(TKernel *k, TBuf *f, int r);
+TStmt *ts_frag_reg_store(TKernel *k, TBuf *f, int r, TExpr *v);
 
 /* analyses (tir.c): a power-of-two divisor of an integer expression (from constants, variables'
  * divisors and the kernel's `require` facts; at most 4096) */
 int64_t tir_known_div(const TKernel *k, const TExpr *e);
 
+/* The stages of the tile IR: after each pass of the pipeline, in order (compile.c runs them).
+ * X(ID, name): the name is the pass's, for --dump-after and internal errors. */
+#define TIR_STAGES(X)                                                                                                  \
+    X(LOWER_AST, "lower_ast")                                                                                          \
+    X(LAYOUT, "layout")                                                                                                \
+    X(PIPELINE, "pipeline")                                                                                            \
+    X(LOWER_TILES, "lower_tiles")                                                                                      \
+    X(SMEM_PLAN, "smem_plan")
+typedef enum TirStage {
+#define TIR_STAGE_ENUM(id, name) TIR_AFTER_##id,
+    TIR_STAGES(TIR_STAGE_ENUM)
+#undef TIR_STAGE_ENUM
+} TirStage;
+const char *tir_stage_name(TirStage s);
+
 /* the printer and the verifier (tir_print.c, tir_verify.c) */
 void tir_print(StrBuf *out, const TKernel *k);
 void tir_print_expr(StrBuf *out, const TExpr *e);
-bool tir_verify(TKernel *k, const char *after_pass);
+bool tir_verify(TKernel *k, TirStage after);
 
 /* passes, one per file, each with one entry point; false = errors reported */
 bool lower_ast(Compilation *c, Item *kernel, const GenericArgs *args, int sm, bool host, TKernel **out);
@@ -301,10 +323,17 @@ bool pass_lower_tiles(TKernel *k);   /* lower_tiles.c: tile ops -> thread-level 
 bool pass_smem_plan(TKernel *k);     /* smem_plan.c: shared-memory offsets and padding */
 bool pass_pipeline(TKernel *k);      /* pipeline.c: pipelined loops -> cp.async into rotating buffers */
 
-/* tile operations with a file of their own, called by layout.c and lower_tiles.c */
+/* the tile-operation families, a file each, called by lower_tiles.c (and layout.c for gemm's
+ * layouts): each returns the statement's thread-level code; *ok = false after errors */
 bool gemm_assign_layouts(TKernel *k);              /* lower_gemm.c: mma fragment layouts, operand padding */
 TStmt *lower_gemm(TKernel *k, TStmt *s, bool *ok);   /* lower_gemm.c: gemm -> ldmatrix + mma.sync */
 TStmt *lower_cumsum(TKernel *k, TStmt *s, bool *ok); /* lower_cumsum.c: prefix sums along a dim */
+TStmt *lower_fill(TKernel *k, TStmt *s, bool *ok);   /* lower_fill.c */
+TStmt *lower_reduce(TKernel *k, TStmt *s, bool *ok); /* lower_reduce.c: registers, shuffles, shared scratch */
+TStmt *lower_parallel(TKernel *k, TStmt *s, bool *ok); /* lower_parallel.c: unrolled over a thread's elements */
+/* lower_copy.c: the copy v[0], with the copies from global memory into frags that follow it when
+ * it is one of them (*taken: how many of the n statements of v it lowered) */
+TStmt *lower_copy(TKernel *k, TStmt **v, int n, int *taken, bool *ok);
 
 /* the layout algebra (layout_algebra.c) */
 Layout *layout_default(Arena *a, int rank, const int64_t *shape, int nthreads, int vec, int threads_per_row,

@@ -1,15 +1,16 @@
-/* tir_verify.c — structural checks of the tile IR, run between passes in debug builds and in
- * the tests: operand types agree, variables are declared before use, indices match ranks,
- * exits/breaks have targets, and no tile operation survives lower_tiles. */
+/* tir_verify.c — structural checks of the tile IR, run after every pass of every compile
+ * (compile.c's run_pass, in release builds too, and tirsim in the tests): operand types agree,
+ * variables are declared before use, indices match ranks, exits/breaks have targets, and from
+ * the stage after lower_tiles on, no tile operation or frag access is left. A failure is an
+ * internal compiler error naming the pass that produced the IR. */
 #include "tir.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 typedef struct Verifier {
     TKernel *k;
-    const char *pass;
-    bool lowered;
+    TirStage stage;
+    bool lowered;         /* after lower_tiles: thread-level code only */
     bool ok;
     unsigned char *declared; /* by var id */
     int nids;
@@ -21,7 +22,7 @@ typedef struct Verifier {
 static void fail(Verifier *v, const char *what)
 {
     if (v->ok)
-        diag_ice(v->k->diag, v->pass, "tile IR is malformed: %s (kernel %s)", what, v->k->key);
+        diag_ice(v->k->diag, tir_stage_name(v->stage), "tile IR is malformed: %s (kernel %s)", what, v->k->key);
     v->ok = false;
 }
 
@@ -192,13 +193,23 @@ static void check_list(Verifier *v, TStmt **s, int n)
         check_stmt(v, s[i]);
 }
 
-bool tir_verify(TKernel *k, const char *after_pass)
+const char *tir_stage_name(TirStage s)
+{
+    static const char *const names[] = {
+#define TIR_STAGE_NAME(id, name) [TIR_AFTER_##id] = name,
+        TIR_STAGES(TIR_STAGE_NAME)
+#undef TIR_STAGE_NAME
+    };
+    return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "?";
+}
+
+bool tir_verify(TKernel *k, TirStage after)
 {
     Verifier v = {0};
     v.k = k;
-    v.pass = after_pass;
+    v.stage = after;
     v.ok = true;
-    v.lowered = strcmp(after_pass, "lower_tiles") == 0 || strcmp(after_pass, "smem_plan") == 0;
+    v.lowered = after >= TIR_AFTER_LOWER_TILES;
     v.nids = k->next_id;
     v.declared = tl_xcalloc((size_t)v.nids + 1, 1);
     check_stmt(&v, k->body);

@@ -1137,9 +1137,10 @@ static bool run_kernel(const char *file, const char *kernel, const char **generi
         ok = false;
     ok = ok && sema_generic_args_from_strings(&c, sym->item, generics, ngen, &ga) && sema_kernel(&c, sym->item, &ga) &&
          lower_ast(&c, sym->item, &ga, 90, false, &k);
-    ok = ok && tir_verify(k, "lower_ast") && pass_layout(k) && tir_verify(k, "layout") && pass_pipeline(k) &&
-         tir_verify(k, "pipeline") && pass_lower_tiles(k) && tir_verify(k, "lower_tiles") && pass_smem_plan(k) &&
-         tir_verify(k, "smem_plan") && !diag_has_errors(&c.diag);
+    ok = ok && tir_verify(k, TIR_AFTER_LOWER_AST) && pass_layout(k) && tir_verify(k, TIR_AFTER_LAYOUT) &&
+         pass_pipeline(k) && tir_verify(k, TIR_AFTER_PIPELINE) && pass_lower_tiles(k) &&
+         tir_verify(k, TIR_AFTER_LOWER_TILES) && pass_smem_plan(k) && tir_verify(k, TIR_AFTER_SMEM_PLAN) &&
+         !diag_has_errors(&c.diag);
     if (!ok) {
         fprintf(stderr, "%s: %s does not compile:\n%s", file, kernel, c.diag.out.data ? c.diag.out.data : "");
         comp_free(&c);
