@@ -11,8 +11,8 @@ on small inputs.
 The data below was read from TileKernels' sources with Python's ast module: a module's names are
 the functions, classes and assignments it defines that do not start with an underscore, and for
 a package the names its __init__ imports. Of the engram, mhc and modeling families, only the
-names that these packages import are here (excluded); their own modules, tile_kernels.torch.mhc
-and tile_kernels.torch.engram are not."""
+names that these packages import are here (excluded), and their references tile_kernels.torch.mhc
+and tile_kernels.torch.engram (checked)."""
 import dataclasses
 import importlib
 import inspect
@@ -133,7 +133,12 @@ TK_NAMES = {
         "cast_back": F, "cast": F, "convert_to_e2m1_bits": F,
     },
     "torch.cast_e5m6": {"right_shift_unsigned": F, "transform_sf": F, "cast_to_e5m6": F, "cast_back_from_e5m6": F},
+    "torch.engram": {"make_offsets": F, "engram_hash_ref": F, "engram_gate_ref": F},
     "torch.expand_to_fused": {"expand_to_fused": F, "expand_to_fused_with_sf": F},
+    "torch.mhc": {
+        "expand_to_mhc_ref": F, "sinkhorn_normalize_ref": F, "mhc_head_compute_mix_ref": F,
+        "mhc_pre_split_mixes_ref": F, "mhc_pre_apply_mix_ref": F, "mhc_post_ref": F, "mhc_pre_norm_fn_ref": F,
+    },
     "torch.moe": {
         "aux_fi": F, "group_count": F, "mask_indices_by_tp": F, "normalize_weight": F,
         "inplace_unique_group_indices": F,
@@ -193,6 +198,10 @@ TK_REEXPORTS = {
         "cast": ("cast", "cast_back"),
         "cast_e5m6": ("cast_to_e5m6", "cast_back_from_e5m6"),
         "expand_to_fused": ("expand_to_fused", "expand_to_fused_with_sf"),
+        "mhc": (
+            "expand_to_mhc_ref", "mhc_head_compute_mix_ref", "mhc_post_ref", "mhc_pre_apply_mix_ref",
+            "mhc_pre_norm_fn_ref", "mhc_pre_split_mixes_ref", "sinkhorn_normalize_ref",
+        ),
         "reduce_fused": ("reduce_fused",),
         "swiglu": ("swiglu_forward", "swiglu_backward"),
         "topk": ("stable_topk", "topk_sum_and_topk_group_idx", "top2_sum_gate"),
@@ -358,11 +367,29 @@ TK_SIGNATURES = {
         ),
         "cast_back_from_e5m6": ("x", "fmt", "x_block_size"),
     },
+    "torch.engram": {
+        "make_offsets": ("vocab_sizes",),
+        "engram_hash_ref": ("ngram_token_ids", "multipliers", "vocab_sizes", "offsets"),
+        "engram_gate_ref": (
+            "hidden_states", "k", "v", "weight_hidden", "weight_embed", "clamp_value", "eps", "save_for_backward=False",
+        ),
+    },
     "torch.expand_to_fused": {
         "expand_to_fused": ("x", "token_topk_to_pos", "pos_to_expert"),
         "expand_to_fused_with_sf": (
             "x", "num_per_channels", "token_topk_to_pos", "pos_to_expert", "use_tma_aligned_col_major_sf=False",
         ),
+    },
+    "torch.mhc": {
+        "expand_to_mhc_ref": ("hidden", "mhc_mult"),
+        "sinkhorn_normalize_ref": ("x", "repeat=10", "eps=1e-6"),
+        "mhc_head_compute_mix_ref": ("input_mix", "mhc_scale", "mhc_base", "mhc_pre_eps"),
+        "mhc_pre_split_mixes_ref": (
+            "input_mixes", "mhc_scale", "mhc_base", "mhc_mult", "mhc_post_mult_value", "mhc_pre_eps",
+        ),
+        "mhc_pre_apply_mix_ref": ("x", "mix"),
+        "mhc_post_ref": ("x", "residual", "post_layer_mix", "comb_res_mix"),
+        "mhc_pre_norm_fn_ref": ("residual", "mhc_fn", "mhc_norm_weight", "mhc_norm_eps"),
     },
     "torch.moe": {
         "aux_fi": ("topk_idx", "num_experts", "num_aux_topk"),
@@ -456,11 +483,6 @@ EXCLUDED = {
         "get_swiglu_forward_and_per_channel_cast_and_transpose_kernel": _FACTORY,
     },
     "quant.swiglu_forward_and_per_token_cast_kernel": {"get_swiglu_forward_and_per_token_cast_kernel": _FACTORY},
-    "torch": {
-        "expand_to_mhc_ref": _NOT_YET, "mhc_head_compute_mix_ref": _NOT_YET, "mhc_post_ref": _NOT_YET,
-        "mhc_pre_apply_mix_ref": _NOT_YET, "mhc_pre_norm_fn_ref": _NOT_YET, "mhc_pre_split_mixes_ref": _NOT_YET,
-        "sinkhorn_normalize_ref": _NOT_YET,
-    },
     "transpose.batched_transpose_kernel": {
         "create_loop_layout_fn": _TL_HELPER, "get_batched_transpose_kernel": _FACTORY,
     },
