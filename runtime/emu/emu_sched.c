@@ -1,5 +1,6 @@
-/* emu_sched.c — launches: blocks handed out to worker threads, one fiber per GPU thread, a run
- * queue per worker, block barriers and grid syncs, thread exits, errors and deadlock reports.
+/* emu_sched.c — launches: blocks handed out to worker threads, one fiber per GPU thread (the
+ * switches and the run queue are emu_fiber.c's), block barriers and grid syncs, thread exits,
+ * special registers, traps and asserts, and deadlock reports.
  *
  * A fiber runs until it must wait (a barrier, a warp operation, a grid sync) or exits; the
  * scheduler then runs the next ready fiber of the worker. When no fiber is ready but some have
