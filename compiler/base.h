@@ -14,6 +14,8 @@ enum {
     TL_MAX_FILES = 256,              /* files per compilation (imports included) */
     TL_MAX_IMPORT_DEPTH = 32,
     TL_MAX_NESTING = 200,            /* expression / statement nesting depth */
+    TL_MAX_EXPR_HEIGHT = 500,        /* operations inside one another in an expression, binary ones too */
+    TL_MAX_CHECK_NESTING = 1000,     /* expressions and statements one inside the other, through inlining */
     TL_MAX_ERRORS = 20,              /* errors printed before giving up */
     TL_MAX_RANK = 6,                 /* tensor and tile rank */
     TL_MAX_TILE_ELEMS = 1 << 20,     /* elements of one shared/frag/local tile */

@@ -138,6 +138,12 @@ static void check_storage(SemaCtx *s, Stmt *st)
             total = -1;
         }
     }
+    if (ok && et->kind == TY_SCALAR && et->dt == DT_E2M1 && st->scope == SC_SHARED && st->dims.n > 0 &&
+        dims[st->dims.n - 1] > 0 && dims[st->dims.n - 1] % 2) {
+        ERR(st->dims.v[st->dims.n - 1]->loc, "a shared tile of e2m1 needs an even last extent (two elements share a byte), "
+            "found %lld", (long long)dims[st->dims.n - 1]);
+        ok = false;
+    }
     if (ok && et->kind == TY_SCALAR && et->dt == DT_BOOL && st->scope == SC_SHARED) {
         ERR(st->ty->loc, "shared tiles of bool are not supported; use u8");
         ok = false;
@@ -598,8 +604,12 @@ static void check_stmt(SemaCtx *s, Stmt *st)
 
 void check_stmts(SemaCtx *s, StmtList l)
 {
-    for (int i = 0; i < l.n; i++)
+    for (int i = 0; i < l.n; i++) {
+        if (!sema_enter_nesting(s, l.v[i]->loc))
+            return;
         check_stmt(s, l.v[i]);
+        s->nest_depth--;
+    }
 }
 
 /* whether every path through the statements ends in a return */

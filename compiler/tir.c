@@ -157,7 +157,8 @@ TExpr *tx_un(TKernel *k, OpKind op, TExpr *a)
 {
     int64_t x;
     if (tx_is_const(a, &x)) {
-        ConstVal r = cv_unary(op, a->dt == DT_BOOL ? cv_bool(x) : cv_int(x), a->dt);
+        const char *err;
+        ConstVal r = cv_unary(op, a->dt == DT_BOOL ? cv_bool(x) : cv_int(x), a->dt, &err);
         if (r.kind == CV_INT)
             return tx_const_int(k, a->dt, r.i);
         if (r.kind == CV_BOOL)

@@ -257,6 +257,19 @@ def import_chain(n):
 
 
 TOO_DEEP = 'nesting is deeper than 200 levels'
+TOO_LONG = "this expression has more than 500 operations inside one another; split it with 'let'"
+TOO_DEEP_INLINED = ("expressions and statements nest more than 1000 levels deep here, counting the bodies of the fns "
+                    "called (each is inlined at its call); split the expression with 'let' or call fewer fns inside "
+                    "one another")
+
+
+def fn_chain(n, body):
+    """fns g0 .. g{n-1}, each calling the next at the bottom of body (which holds CALL once),
+    the last one returning x; a kernel calls g0"""
+    out = ['fn g%d(x: f32) -> f32 { %s }' % (i, body.replace('CALL', 'g%d(x)' % (i + 1))) for i in range(n)]
+    out.append('fn g%d(x: f32) -> f32 { return x; }' % n)
+    out.append(kernel('if thread.x == 0 { x[0] = g0(x[1]); }'))
+    return {'t.tl': '\n'.join(out) + '\n'}
 TOO_MANY = ('error', 'too many errors (20); stopping')
 # name, files ('t.tl' is checked), command, [(level, message)] in order (None: not checked)
 STRESS = [
@@ -271,7 +284,20 @@ STRESS = [
      None, [('error', TOO_DEEP)]),
     ('unary-chain-100k', {'t.tl': 'const X = ' + '-' * 100000 + '1;'}, None, [('error', TOO_DEEP)]),
     ('sum-100k-terms', {'t.tl': 'const X = ' + '+'.join(['1'] * 100000) + ';'}, None,
-     [('error', TOO_DEEP)]),
+     [('error', TOO_LONG)]),
+    ('sum-500-terms', {'t.tl': 'const X = ' + '+'.join(['1'] * 500) + ';'}, None, []),
+    ('sum-501-terms', {'t.tl': 'const X = ' + '+'.join(['1'] * 501) + ';'}, None, [('error', TOO_LONG)]),
+    ('parens-of-sums', {'t.tl': kernel('x[0] = ' + '(x[1] + x[1] + ' * 190 + 'x[1]' + ')' * 190 + ';')},
+     'tilec emit --stage=ptx t.tl', []),
+    # fn bodies are inlined: their nesting adds up along a chain of calls (g0 alone and the kernel)
+    ('sums-through-fns', fn_chain(4, 'return CALL' + ' + x' * 300 + ';'), None,
+     [('error', TOO_DEEP_INLINED), ('note', "in this call of 'g3'"), ('note', "in this call of 'g2'"),
+      ('note', "in this call of 'g1'")] * 2 + [('note', "in this call of 'g0'")]),
+    ('blocks-through-fns', fn_chain(6, 'if x > 0.0 {' * 190 + ' return CALL; ' + '}' * 190 + ' return x;'), None,
+     [('error', TOO_DEEP_INLINED), ('note', "in this call of 'g3'"), ('note', "in this call of 'g2'"),
+      ('note', "in this call of 'g1'")] * 2 + [('note', "in this call of 'g0'")]),
+    ('deepest-accepted', fn_chain(2, 'if x > 0.0 {' * 196 + ' return CALL' + ' + x' * 290 + '; ' + '}' * 196
+                                  + ' return x;'), 'tilec emit --stage=ptx t.tl', []),
     ('call-chain-100k', {'t.tl': kernel('let y = f' + '()' * 100000 + ';')}, None, [('error', TOO_DEEP)]),
     ('member-chain-100k', {'t.tl': kernel('let y = a' + '.b' * 100000 + ';')}, None, [('error', TOO_DEEP)]),
     ('errors-10k', {'t.tl': kernel('x[0] = nope;\n' * 10000)}, None,
