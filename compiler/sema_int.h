@@ -40,6 +40,10 @@ typedef struct SemaCtx {
     int nest_depth;           /* expressions and statements being checked, one inside the other,
                                * through inlined fn bodies too (TL_MAX_CHECK_NESTING) */
     bool nest_over;           /* that limit was reported */
+    int64_t unroll_copies;    /* copies of the code here that unrolling makes: the product of the trips of
+                               * the enclosing `for unroll` loops, through inlined fns (0 stands for 1) */
+    int64_t unroll_total;     /* copies of unrolled bodies in the kernel so far: the sum over its loops */
+    bool unroll_over;         /* the kernel's total was reported */
     int64_t inlined_nodes;    /* size of the fn bodies inlined so far (TL_MAX_INLINE_NODES) */
     bool inline_over;         /* a limit on inlining was reported: further calls are errors */
     Type *fn_ret;             /* inside an inlined fn: its return type (void for none) */
