@@ -190,9 +190,10 @@ def test_gate_fwd_strided():
             assert_equal(a, b)
 
 
-@pytest.mark.parametrize("hc, d", [(1, 7168), (2, 3000), (3, 1000), (8, 512), (4, 100), (4, 8), (2, 1)])
+@pytest.mark.parametrize("hc, d", [(1, 7168), (2, 3000), (3, 1000), (8, 512), (4, 100), (4, 8), (2, 1), (4, 9216)])
 def test_gate_fwd_other_shapes(hc, d):
-    """Any number of heads and any hidden size (TileKernels: a multiple of 256, at least 512)."""
+    """Any number of heads and any hidden size (TileKernels: a multiple of 256, at least 512);
+    4 x 9216 streams wf from L2 (too large to stay in shared memory beside x)."""
     T = 19
     x, k, v, wh, we = inputs(T, hc, d, seed=3)
     got = E.engram_gate_fwd(x, k, v, E.fused_weight(wh, we), EPS, CLAMP)
@@ -207,6 +208,23 @@ def test_gate_fwd_zero_dot():
     assert torch.equal(dot[2], torch.zeros(HC)) and torch.equal(gate[2], torch.full((HC,), 0.5))
     ref = R.engram_gate_ref(x, k, v, wh, we, CLAMP, 1e-6, save_for_backward=True)
     assert torch.equal(gate[2], ref[2][2]) and torch.equal(out[2], ref[0][2])
+
+
+def streamed(monkeypatch):
+    """The gate kernels with wf fetched chunk by chunk instead of kept in shared memory."""
+    from tilec.engram import engram_gate_kernel as K
+    real = K.gate_stages
+    monkeypatch.setattr(K, "gate_stages", lambda *a: (real(*a)[0], False))
+
+
+def test_gate_fwd_weight_streamed(monkeypatch):
+    """wf kept in shared memory or streamed: the same bits."""
+    x, k, v, wh, we = inputs(45, HC, 3072, seed=11)
+    wf = E.fused_weight(wh, we)
+    want = E.engram_gate_fwd(x, k, v, wf, EPS, CLAMP)
+    streamed(monkeypatch)
+    for a, b in zip(E.engram_gate_fwd(x, k, v, wf, EPS, CLAMP), want):
+        assert_equal(a, b)
 
 
 # ---- engram_gate_bwd (§2.5) -------------------------------------------------------------------------
@@ -266,6 +284,18 @@ def test_gate_bwd_sm_counts(num_sms):
         got = check_bwd(x, k, v, wh, we, go, sms=sms, ref=ref)
         for a, b in zip(got[:3], want[:3]):
             assert_equal(a, b)
+
+
+def test_gate_bwd_weight_streamed(monkeypatch):
+    """wf kept in shared memory or streamed: the same bits."""
+    x, k, v, wh, we = inputs(45, HC, 3072, seed=12)
+    go = torch.randn((45, HC, 3072), generator=gen(12)).bfloat16()
+    saved, _ = reference_grads(x, k, v, wh, we, go)
+    wf = E.fused_weight(wh, we)
+    want = E.engram_gate_bwd(go, x, k, v, wf, *saved, CLAMP)
+    streamed(monkeypatch)
+    for a, b in zip(E.engram_gate_bwd(go, x, k, v, wf, *saved, CLAMP), want):
+        assert_equal(a, b)
 
 
 def test_gate_bwd_empty(num_sms):
@@ -359,14 +389,18 @@ def test_engram_gate_layer(main_grad):
         assert_equal(whl.grad, gh.bfloat16())
         assert_equal(wel.grad, ge.bfloat16())
         grads_w = (gh, ge)
-    # against autograd through the reference (its own forward: no saved tensors shared)
+    # against autograd through the reference. Each runs its own forward, and the gate's derivative
+    # (G, growing as |dot|^-1/2) amplifies the f32 rounding of the forward's sums, which the two
+    # add in different orders, where dot is near 0: over many heads some are, so the gradients
+    # agree to about 1e-7 in calc_diff and not the 1e-8 of the backward fed the reference's saved
+    # tensors (test_gate_bwd, TileKernels' protocol); 1e-5 still tells a wrong formula apart
     xr, kr, vr = leaves(x, k, v)
     whr, wer = (w.float().requires_grad_(True) for w in (wh, we))
     ref = R.engram_gate_ref(xr, kr, vr, whr, wer, CLAMP, EPS)
     ref.backward(go)
     assert calc_diff(out.detach(), ref.detach()) < 2e-10
     for a, b in zip((xl.grad, kl.grad, vl.grad) + grads_w, (xr.grad, kr.grad, vr.grad, whr.grad, wer.grad)):
-        assert calc_diff(a, b) < 1e-8
+        assert calc_diff(a, b) < 1e-5
 
 
 def test_engram_gate_layer_is_a_function():
@@ -388,7 +422,7 @@ def _bad_cases():
     red = dict(grad_w_partial=torch.zeros(3, HC, 256), weight_hidden=wh, weight_embed=we,
                grad_weight_hidden=torch.zeros(HC, 256), grad_weight_embed=torch.zeros(HC, 256))
     big = inputs(1, HC, 7169)
-    huge = inputs(1, HC, 16384)
+    huge = inputs(1, HC, 20480)
     shared = torch.zeros(2, HC, 256)
     c = []
 
@@ -445,7 +479,7 @@ def _bad_cases():
     case(E.engram_gate_fwd, fwd, r"clamp_value must be a float", clamp_value=None)
     case(E.engram_gate_fwd, fwd, r"save_for_backward must be a bool", save_for_backward=1)
     case(E.engram_gate_fwd, dict(fwd, hidden_states=huge[0], k=huge[1], v=huge[2], weight_fused=huge[3].float()),
-         r"\(hc_mult \+ 1\) \* hidden_size is too large: a token's x and v stay in shared memory")
+         r"hc_mult \* hidden_size is too large: a token's x stays in shared memory")
     # engram_gate_bwd
     case(E.engram_gate_bwd, bwd, "grad_out must be bfloat16", grad_out=x.float())
     case(E.engram_gate_bwd, bwd, r"grad_out must have stride 1 along the hidden dimension",

@@ -12,11 +12,10 @@ CHUNK_ELEMENTS = 4096
 # the backward keeps a block's weight gradient of every column in registers: hc * D values over
 # at most 512 threads, 56 registers each (4 x 7168, TileKernels' largest size, fits)
 BWD_MAX_ELEMENTS = 28672
-# shared memory of one block (an H200's, sm_90 and sm_100 alike) and what the compiler adds to
-# the forward's tiles (reduction scratch)
+# shared memory of one block and of an SM (an H200's; sm_100 the same)
 SMEM_PER_BLOCK = 232448
 SMEM_PER_SM = 233472
-SMEM_SCRATCH = 8192
+SMEM_SLACK = 256       # alignment of the tiles
 # registers a forward thread needs (ptxas: 84 at 4 x 7168 with 512 threads), for the blocks per SM
 FWD_REGISTERS = 96
 
@@ -71,11 +70,20 @@ def gate_tiling(hc: int, d: int) -> Tuple[int, int]:
     return 256, 32   # unreachable: 32 threads always cover a row of 32 vectors
 
 
-def fwd_smem(hc: int, d: int, chunk: int, stages: int) -> int:
-    """Shared memory of engram_gate_fwd: x and v of a token (rx, rv) and the stages' chunks of x,
-    k, v (bf16) and wf (f32)."""
-    nc = ceil_div(d, chunk)
-    return 2 * (hc + 1) * nc * chunk + stages * (8 * hc * chunk + 2 * chunk) + 4 * hc + SMEM_SCRATCH
+def _scratch(hc: int, chunk: int, nt: int) -> int:
+    """The reductions' shared scratch: a word per thread for each head it holds."""
+    vr = chunk // 8
+    rows = max(1, nt // math.gcd(nt, vr))
+    return 4 * nt * max(1, ceil_div(hc, rows))
+
+
+def fwd_smem(hc: int, d: int, chunk: int, nt: int, stages: int, resident: bool) -> int:
+    """Shared memory of engram_gate_fwd: a token's x (rx), wf when resident (rw), the stages'
+    chunks of x, k, v (bf16) and, when not resident, wf (f32)."""
+    cols = ceil_div(d, chunk) * chunk
+    kept = 2 * hc * cols + (4 * hc * cols if resident else 0)
+    stage = 4 * hc * chunk + 2 * chunk + (0 if resident else 4 * hc * chunk)
+    return kept + stages * stage + 4 * hc + _scratch(hc, chunk, nt) + SMEM_SLACK
 
 
 def fwd_blocks_per_sm(nt: int, smem: int) -> int:
@@ -84,8 +92,19 @@ def fwd_blocks_per_sm(nt: int, smem: int) -> int:
     return max(1, min(4, SMEM_PER_SM // (smem + 1024), 2048 // nt, 65536 // (nt * FWD_REGISTERS)))
 
 
-def bwd_smem(hc: int, d: int, chunk: int, stages: int) -> int:
-    """Shared memory of engram_gate_bwd: a token's grad_out (rgo) and the stages' chunks of
-    grad_out, v, x, k (bf16) and wf (f32)."""
-    nc = ceil_div(d, chunk)
-    return 2 * hc * nc * chunk + stages * (10 * hc * chunk + 2 * chunk) + 12 * hc + SMEM_SCRATCH
+def bwd_smem(hc: int, d: int, chunk: int, nt: int, stages: int, resident: bool) -> int:
+    """Shared memory of engram_gate_bwd: a token's grad_out (rgo), wf when resident (rw), the
+    stages' chunks of grad_out, v, x, k (bf16) and, when not resident, wf (f32)."""
+    cols = ceil_div(d, chunk) * chunk
+    kept = 2 * hc * cols + (4 * hc * cols if resident else 0)
+    stage = 6 * hc * chunk + 2 * chunk + (0 if resident else 4 * hc * chunk)
+    return kept + stages * stage + 12 * hc + _scratch(hc, chunk, nt) + SMEM_SLACK
+
+
+def gate_stages(hc: int, d: int, chunk: int, nt: int, smem) -> Tuple[int, bool]:
+    """(S, WRES): three pipeline stages with wf resident in shared memory where they fit, else
+    three with wf streamed from L2, else two; (0, False) when nothing fits."""
+    for stages, resident in ((3, True), (3, False), (2, False)):
+        if smem(hc, d, chunk, nt, stages, resident) <= SMEM_PER_BLOCK:
+            return stages, resident
+    return 0, False

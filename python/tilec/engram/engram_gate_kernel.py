@@ -9,7 +9,7 @@ from .. import _runtime
 from ..config import get_num_sms
 from ..utils import ceil_div
 from .common import (BWD_MAX_ELEMENTS, SMEM_PER_BLOCK, bwd_smem, check_bool, check_float, check_shape,
-                     check_strided, check_tensor, fwd_blocks_per_sm, fwd_smem, gate_tiling)
+                     check_strided, check_tensor, fwd_blocks_per_sm, fwd_smem, gate_stages, gate_tiling)
 
 
 def _check_inputs(fn, hidden_states, k, v, weight_fused):
@@ -28,13 +28,13 @@ def _check_inputs(fn, hidden_states, k, v, weight_fused):
     return T, hc, D
 
 
-def _fwd_stages(fn, hc, D, chunk):
-    for stages in (3, 2):
-        if fwd_smem(hc, D, chunk, stages) <= SMEM_PER_BLOCK:
-            return stages
-    raise ValueError(f"{fn}: (hc_mult + 1) * hidden_size is too large: a token's x and v stay in shared memory "
-                     f"({fwd_smem(hc, D, chunk, 2)} bytes with two stages, at most {SMEM_PER_BLOCK}); "
-                     f"got hc_mult {hc}, hidden_size {D}")
+def _stages(fn, hc, D, chunk, nt, smem, kept):
+    stages, resident = gate_stages(hc, D, chunk, nt, smem)
+    if not stages:
+        raise ValueError(f"{fn}: hc_mult * hidden_size is too large: a token's {kept} stays in shared memory "
+                         f"({smem(hc, D, chunk, nt, 2, False)} bytes with two stages, at most {SMEM_PER_BLOCK}); "
+                         f"got hc_mult {hc}, hidden_size {D}")
+    return stages, resident
 
 
 def engram_gate_fwd(hidden_states: torch.Tensor, k: torch.Tensor, v: torch.Tensor, weight_fused: torch.Tensor,
@@ -59,8 +59,8 @@ def engram_gate_fwd(hidden_states: torch.Tensor, k: torch.Tensor, v: torch.Tenso
     clamp_value = check_float(fn, "clamp_value", clamp_value)
     check_bool(fn, "save_for_backward", save_for_backward)
     chunk, nt = gate_tiling(hc, D)
-    stages = _fwd_stages(fn, hc, D, chunk)
-    bps = fwd_blocks_per_sm(nt, fwd_smem(hc, D, chunk, stages))
+    stages, resident = _stages(fn, hc, D, chunk, nt, fwd_smem, "x")
+    bps = fwd_blocks_per_sm(nt, fwd_smem(hc, D, chunk, nt, stages, resident))
     dev = hidden_states.device
     output = torch.empty_like(hidden_states)
     saved = [None] * 4
@@ -68,7 +68,8 @@ def engram_gate_fwd(hidden_states: torch.Tensor, k: torch.Tensor, v: torch.Tenso
         saved = [torch.empty((T, hc), dtype=torch.float32, device=dev) for _ in range(4)]
     if T > 0:
         save = "true" if save_for_backward else "false"
-        gens = (f"HC={hc}", f"D={D}", f"C={chunk}", f"NT={nt}", f"S={stages}", f"BPS={bps}", f"SAVE={save}",
+        gens = (f"HC={hc}", f"D={D}", f"C={chunk}", f"NT={nt}", f"S={stages}", f"BPS={bps}",
+                f"WRES={'true' if resident else 'false'}", f"SAVE={save}",
                 *(f"{n}={'present' if save_for_backward else 'absent'}" for n in ("dot", "gate", "rstd_x", "rstd_k")))
         _runtime.kernel("engram_gate_fwd", gens, hidden_states).launch(
             hidden_states, k, v, weight_fused, output, *saved, eps, clamp_value, D ** -0.5,
@@ -101,7 +102,7 @@ def engram_gate_bwd(grad_out: torch.Tensor, hidden_states: torch.Tensor, k: torc
         raise ValueError(f"{fn}: hc_mult * hidden_size must be at most {BWD_MAX_ELEMENTS} (a block keeps the weight "
                          f"gradient of every column in registers), got {hc} * {D}")
     chunk, nt = gate_tiling(hc, D)
-    stages = 3 if bwd_smem(hc, D, chunk, 3) <= SMEM_PER_BLOCK else 2
+    stages, resident = _stages(fn, hc, D, chunk, nt, bwd_smem, "grad_out")
     P = get_num_sms()
     dev = hidden_states.device
     grad_x = torch.empty_like(hidden_states)
@@ -110,7 +111,7 @@ def engram_gate_bwd(grad_out: torch.Tensor, hidden_states: torch.Tensor, k: torc
     if T == 0:
         return grad_x, grad_k, grad_v, torch.zeros((P, hc, D), dtype=torch.float32, device=dev)
     grad_w_partial = torch.empty((P, hc, D), dtype=torch.float32, device=dev)
-    gens = (f"HC={hc}", f"D={D}", f"C={chunk}", f"NT={nt}", f"S={stages}")
+    gens = (f"HC={hc}", f"D={D}", f"C={chunk}", f"NT={nt}", f"S={stages}", f"WRES={'true' if resident else 'false'}")
     _runtime.kernel("engram_gate_bwd", gens, hidden_states).launch(
         grad_out, hidden_states, k, v, weight_fused, dot, gate_score, rstd_x, rstd_k, grad_x, grad_k, grad_v,
         grad_w_partial, clamp_value, D ** -0.5, stream=_runtime.stream(hidden_states))
