@@ -188,6 +188,10 @@ def test_gate_fwd_strided():
         assert not (kk.is_contiguous() and vv.is_contiguous())
         for a, b in zip(E.engram_gate_fwd(x, kk, vv, wf, EPS, CLAMP), want):
             assert_equal(a, b)
+    k1 = k[:, :1].expand(T, HC, d)                                # one key for every head: stride 0
+    for a, b in zip(E.engram_gate_fwd(x, k1, v, wf, EPS, CLAMP), E.engram_gate_fwd(x, k1.contiguous(), v, wf, EPS,
+                                                                                      CLAMP)):
+        assert_equal(a, b)
 
 
 @pytest.mark.parametrize("hc, d", [(1, 7168), (2, 3000), (3, 1000), (8, 512), (4, 100), (4, 8), (2, 1), (4, 9216)])
@@ -324,6 +328,11 @@ def test_gate_bwd_strided():
     got = E.engram_gate_bwd(gop[:, :, :d], x, kt, vp[:, 64:], wf, *saved, CLAMP)
     assert got[1].stride() == kt.stride() and got[2].is_contiguous()
     for a, b in zip(got, want):
+        assert torch.equal(a, b)
+    k1 = k[:, :1].expand(T, HC, d)                                # stride 0: grad_k comes back contiguous
+    got = E.engram_gate_bwd(go, x, k1, v, wf, *saved, CLAMP)
+    assert got[1].is_contiguous()
+    for a, b in zip(got, E.engram_gate_bwd(go, x, k1.contiguous(), v, wf, *saved, CLAMP)):
         assert torch.equal(a, b)
 
 
