@@ -337,7 +337,13 @@ struct tilec_rt_library {
     pthread_mutex_t build_lock; /* one build at a time per library (the compiler is not reentrant) */
     tilec_rt_kernel **slots;
     size_t nslots, nkernels;
+    struct rt_iface *ifaces; /* kernel interfaces handed out (tilec_rt_library_interface), under build_lock */
 };
+
+typedef struct rt_iface {
+    struct rt_iface *next;
+    char *kernel, *text;
+} rt_iface;
 
 /* ---- rt_emu.c: the CPU device ---- */
 /* Loads a host object (RT_PAYLOAD_HOST_OBJECT) for sig into k->emu. */

@@ -258,8 +258,58 @@ static PyObject *Library_kernel(PyObject *o, PyObject *args)
     return (PyObject *)K;
 }
 
+static PyObject *Library_kernels(PyObject *o, PyObject *unused)
+{
+    const tilec_rt_library *lib = ((LibraryObj *)o)->lib;
+    int n = tilec_rt_library_num_kernels(lib);
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) {
+        PyObject *name = PyUnicode_FromString(tilec_rt_library_kernel_name(lib, i));
+        if (!name) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SetItem(list, i, name);
+    }
+    return list;
+}
+
+static PyObject *Library_interface(PyObject *o, PyObject *args)
+{
+    const char *name, *text = NULL;
+    if (!PyArg_ParseTuple(args, "s", &name))
+        return NULL;
+    tilec_status s = tilec_rt_library_interface(((LibraryObj *)o)->lib, name, &text);
+    if (s == TILEC_ERROR_NOT_FOUND)
+        Py_RETURN_NONE;
+    if (s != TILEC_OK)
+        return rt_error(s);
+    return PyUnicode_FromString(text);
+}
+
+static PyObject *Library_aot_signatures(PyObject *o, PyObject *unused)
+{
+    const tilec_rt_library *lib = ((LibraryObj *)o)->lib;
+    int n = tilec_rt_library_num_aot(lib);
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) {
+        PyObject *sig = PyUnicode_FromString(tilec_rt_library_aot_signature(lib, i));
+        if (!sig) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SetItem(list, i, sig);
+    }
+    return list;
+}
+
 static PyMethodDef Library_methods[] = {
     {"kernel", Library_kernel, METH_VARARGS, "kernel(name, generics=()) -> Kernel: a specialisation, compiled on a miss"},
+    {"kernels", Library_kernels, METH_NOARGS, "kernels() -> list of the kernel names the source declares"},
+    {"interface", Library_interface, METH_VARARGS,
+     "interface(name) -> the kernel's declared interface ('tilec-iface 1' text), or None without such a kernel"},
+    {"aot_signatures", Library_aot_signatures, METH_NOARGS,
+     "aot_signatures() -> the signatures of the specialisations the AOT manifest holds"},
     {NULL, NULL, 0, NULL}};
 static PyType_Slot Library_slots[] = {{Py_tp_dealloc, Library_dealloc}, {Py_tp_methods, Library_methods}, {0, NULL}};
 static PyType_Spec Library_spec = {"tilec._native.Library", sizeof(LibraryObj), 0, Py_TPFLAGS_DEFAULT, Library_slots};
@@ -344,7 +394,7 @@ static int check_device(const KernelObj *self, int dev, int i, int *first)
 }
 
 /* a torch tensor (or anything with data_ptr/shape/stride/dtype) */
-static int tensor_arg(PyObject *t, tilec_rt_arg *a, int index)
+static int tensor_arg(PyObject *t, tilec_rt_arg *a, const tilec_rt_kernel *k, int index)
 {
     PyObject *dt = PyObject_GetAttr(t, s_dtype);
     if (!dt)
@@ -352,7 +402,7 @@ static int tensor_arg(PyObject *t, tilec_rt_arg *a, int index)
     PyObject *code = PyDict_GetItem(dtype_map, dt);
     Py_DECREF(dt);
     if (!code) {
-        PyErr_Format(LaunchError, "argument %d: unsupported tensor dtype", index);
+        PyErr_Format(LaunchError, "argument '%s': unsupported tensor dtype", param_name(k, index));
         return -1;
     }
     a->kind = TILEC_RT_ARG_TENSOR;
@@ -369,7 +419,7 @@ static int tensor_arg(PyObject *t, tilec_rt_arg *a, int index)
     Py_DECREF(shape);
     if (rank < 0) {
         if (!PyErr_Occurred())
-            PyErr_Format(LaunchError, "argument %d: rank above %d", index, TILEC_RT_MAX_RANK);
+            PyErr_Format(LaunchError, "argument '%s': rank above %d", param_name(k, index), TILEC_RT_MAX_RANK);
         return -1;
     }
     a->u.tensor.rank = rank;
@@ -424,7 +474,7 @@ static PyObject *Kernel_launch(PyObject *o, PyObject *const *args, Py_ssize_t na
             a[i] = tilec_rt_arg_int(TILEC_RT_I64, v);
         } else if (PyFloat_Check(x)) {
             a[i] = tilec_rt_arg_float(TILEC_RT_F64, PyFloat_AsDouble(x));
-        } else if (tensor_arg(x, &a[i], (int)i) < 0 || check_device(self, device_of(x), (int)i, &first) < 0) {
+        } else if (tensor_arg(x, &a[i], self->k, (int)i) < 0 || check_device(self, device_of(x), (int)i, &first) < 0) {
             return NULL;
         }
     }

@@ -22,8 +22,9 @@ CPU = -1  # the device key of the CPU emulator; a CUDA device's key is its index
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _FORCED = os.environ.get("TILEC_DEVICE", "").strip().lower()
-_libraries = {}  # device key -> (Runtime, Library)
-_kernels = {}    # (device key, kernel name, generics) -> Kernel
+_runtimes = {}   # device key -> Runtime
+_libraries = {}  # device key -> (Runtime, Library) of the shipped kernel library
+_kernels = {}    # (device key, kernel name, generics[, library]) -> Kernel
 
 _DTYPES = {
     torch.bool: "bool", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64",
@@ -56,7 +57,12 @@ def device_name(dev: int) -> str:
     return "cpu" if dev == CPU else f"cuda:{dev}"
 
 
-def _open(dev: int):
+def _runtime_of(dev: int):
+    """The one runtime of device ``dev`` (CPU: the emulator), created on first use; every library
+    of the device, the shipped one and those of tilec.load, opens in it."""
+    rt = _runtimes.get(dev)
+    if rt is not None:
+        return rt
     if _FORCED not in ("", "cpu", "cuda"):
         raise ValueError(f"tilec: TILEC_DEVICE is '{_FORCED}': it must be 'cpu', 'cuda' or unset")
     if _FORCED == "cpu" and dev != CPU:
@@ -64,19 +70,35 @@ def _open(dev: int):
                          f"{device_name(dev)}")
     if _FORCED == "cuda" and dev == CPU:
         raise ValueError("tilec: TILEC_DEVICE=cuda runs every kernel on the GPU, but the tensors are on the CPU")
-    source = kernels_source()
     cache_dir = os.environ.get("TILEC_CACHE_DIR")
     if dev == CPU:
         rt = _native.Runtime(cache_dir=cache_dir, cpu=True)
-        return rt, rt.open(source=source)
+    else:
+        with torch.cuda.device(dev):
+            torch.cuda.current_stream(dev)  # makes the device's primary context current
+            rt = _native.Runtime(cache_dir=cache_dir, device=dev)
+    _runtimes[dev] = rt
+    return rt
+
+
+def open_library(dev: int, **kw):
+    """A library (``Runtime.open``'s keywords: source, fatbin, manifest, include_dirs, defines)
+    in the runtime of device ``dev``."""
+    rt = _runtime_of(dev)
+    if dev == CPU:
+        return rt.open(**kw)
+    with torch.cuda.device(dev):
+        return rt.open(**kw)
+
+
+def _open(dev: int):
+    source = kernels_source()
     kw = {"source": source}
     fatbin = os.path.join(os.path.dirname(source), "kernels.fatbin")
-    if os.path.exists(fatbin) and os.path.exists(fatbin + ".manifest"):
+    if dev != CPU and os.path.exists(fatbin) and os.path.exists(fatbin + ".manifest"):
         kw.update(fatbin=fatbin, manifest=fatbin + ".manifest")
-    with torch.cuda.device(dev):
-        torch.cuda.current_stream(dev)  # makes the device's primary context current
-        rt = _native.Runtime(cache_dir=cache_dir, device=dev)
-        return rt, rt.open(**kw)
+    lib = open_library(dev, **kw)
+    return _runtimes[dev], lib
 
 
 def library(dev: int = CPU):
@@ -93,14 +115,15 @@ def runtime(dev: int = CPU):
     return _libraries[dev][0]
 
 
-def kernel(name: str, generics: tuple, t: torch.Tensor):
+def kernel(name: str, generics: tuple, t: torch.Tensor, lib=None):
     """The specialisation of ``name`` for ``generics`` (a tuple of "NAME=VALUE" strings) on the
-    device of tensor ``t``; compiled, or loaded from a cache, on first use."""
+    device of tensor ``t``; compiled, or loaded from a cache, on first use. ``lib``: a library
+    of tilec.load (tilec.Library) instead of the shipped one."""
     dev = t.get_device()
-    key = (dev, name, generics)
+    key = (dev, name, generics) if lib is None else (dev, name, generics, lib)
     k = _kernels.get(key)
     if k is None:
-        k = _kernels[key] = library(dev).kernel(name, generics)
+        k = _kernels[key] = (library(dev) if lib is None else lib._native(dev)).kernel(name, generics)
     return k
 
 

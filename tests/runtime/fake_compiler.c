@@ -305,7 +305,8 @@ static void fc_release(void *self, rt_compiled *out)
     free((char *)out->ptx);
 }
 
-static const rt_compiler fc_table = {NULL, fc_version, fc_open, fc_close, fc_program_hash, fc_compile, fc_release};
+static const rt_compiler fc_table = {NULL, fc_version, fc_open, fc_close, fc_program_hash, fc_compile, fc_release,
+                                     NULL, NULL};
 
 const rt_compiler *fake_compiler(void)
 {

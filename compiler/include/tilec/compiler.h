@@ -57,6 +57,22 @@ const char *tilec_program_last_diagnostics(const tilec_program *p);
 uint64_t tilec_program_hash(const tilec_program *p);
 int tilec_program_num_kernels(const tilec_program *p);
 const char *tilec_program_kernel_name(const tilec_program *p, int i);
+/* The interface of kernel `kernel` as declared, before any specialisation, in the text format
+ * "tilec-iface 1" below: what a caller needs to choose generic values from its arguments (the
+ * Python package infers a `type` generic from the dtype of the first tensor declared with it).
+ * Owned by the program, valid until the next call on p or tilec_program_destroy. NULL if p has
+ * no kernel of that name.
+ *
+ *   tilec-iface 1
+ *   kernel NAME
+ *   generic NAME KIND [DEFAULT]     KIND: int, float, bool or type; DEFAULT as source text
+ *   tensor NAME ELEM RANK [optional] ELEM: a dtype name or the name of a `type` generic
+ *   scalar NAME ELEM
+ *   doc TEXT                        one line per line of the `///` comment
+ *   end
+ *
+ * in declaration order (generics first, then the parameters). */
+const char *tilec_program_kernel_interface(tilec_program *p, const char *kernel);
 
 /* Compilation target. */
 typedef struct tilec_target {

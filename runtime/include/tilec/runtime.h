@@ -172,6 +172,25 @@ typedef struct tilec_rt_library_options {
 TILEC_RT_API tilec_status tilec_rt_library_open(tilec_rt *rt, const tilec_rt_library_options *opts,
                                                 tilec_rt_library **out);
 
+/* The kernels the library's source declares: their number (0 without a source) and the name of
+ * kernel i (NULL outside 0..n-1), owned by the library. */
+TILEC_RT_API int tilec_rt_library_num_kernels(const tilec_rt_library *lib);
+TILEC_RT_API const char *tilec_rt_library_kernel_name(const tilec_rt_library *lib, int i);
+
+/* Kernel `kernel`'s interface as its source declares it, before specialisation: its generic
+ * parameters (kinds, defaults) and parameters (element types, ranks, optional), in the
+ * "tilec-iface 1" format of tilec/compiler.h. *out is owned by the library and valid until it
+ * is closed.
+ * Errors: TILEC_ERROR_INVALID_ARGUMENT (NULL arguments); TILEC_ERROR_NOT_FOUND (no such kernel
+ *         in the source, or a library without a source). */
+TILEC_RT_API tilec_status tilec_rt_library_interface(tilec_rt_library *lib, const char *kernel, const char **out);
+
+/* The specialisations the library's AOT manifest holds: their number (0 without a fatbin) and
+ * the signature of entry i ("tilec-sig 1": its kernel and key lines name the specialisation),
+ * owned by the library; NULL outside 0..n-1. */
+TILEC_RT_API int tilec_rt_library_num_aot(const tilec_rt_library *lib);
+TILEC_RT_API const char *tilec_rt_library_aot_signature(const tilec_rt_library *lib, int i);
+
 /* Unloads the library's modules and frees it and all its kernels. NULL is ignored. No kernel
  * of the library may be in use by another thread. */
 TILEC_RT_API void tilec_rt_library_close(tilec_rt_library *lib);
