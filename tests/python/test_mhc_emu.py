@@ -292,6 +292,30 @@ def test_post_bwd_plain():
         assert_equal(u, v)
 
 
+def test_bwd_hidden_splits(num_sms):
+    """Few tokens: the backward kernels split each token's hidden columns over several blocks and
+    add their partial sums; the per-element gradients do not depend on the split, the sums stay
+    within the tolerance."""
+    x, res, post, comb, go = _post_case(1, 3, 2000)
+    num_sms(1)                                               # one block a token
+    one = post_mod.mhc_post_bwd(x, res, post, comb, go, fuse_grad_acc=False)
+    num_sms(132)                                             # 8 blocks a token
+    many = post_mod.mhc_post_bwd(x, res, post, comb, go, fuse_grad_acc=False)
+    assert_equal(one[0], many[0])
+    assert_equal(one[1], many[1])
+    for a, b in zip(one[2:], many[2:]):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+    xa, mix, og = _apply_case(1, 3, 2000)
+    outs = []
+    for sms in (1, 132):
+        num_sms(sms)
+        xx, mm = xa.clone().requires_grad_(), mix.clone().requires_grad_()
+        O.mhc_pre_apply_mix(xx, mm).backward(og)
+        outs.append((xx.grad, mm.grad))
+    assert_equal(outs[0][0], outs[1][0])
+    torch.testing.assert_close(outs[0][1], outs[1][1], atol=1e-4, rtol=1e-4)
+
+
 def test_post_out_and_strided_residual():
     x, res, post, comb, _ = _post_case(2, 3, 256)
     out = torch.empty_like(res)

@@ -74,3 +74,13 @@ def present(name, t):
 def chunk(H, cap):
     """The hidden-column chunk of a block: cap, or H rounded up to 64 when it is smaller."""
     return cap if H >= cap else max(64, -(-H // 64) * 64)
+
+
+def hidden_splits(T, H, chunk):
+    """Blocks a backward kernel puts on each token's hidden columns: one where the tokens fill
+    the SMs, else enough (at most one a chunk) that T x splits reaches the SM count; their
+    partial sums over the hidden dimension are added up by the caller."""
+    n = get_num_sms()
+    if T >= n or H <= chunk:
+        return 1
+    return max(1, min(-(-H // chunk), -(-n // T)))

@@ -4,10 +4,11 @@ from typing import Optional, Tuple
 
 import torch
 
-from ._common import check_bool, check_device, check_mult, check_out, check_shape, check_tensor, launch
+from ._common import check_bool, check_device, check_mult, check_out, check_shape, check_tensor, hidden_splits, launch
 
 BH_FWD = 512
 BH_BWD = 256
+STAGES = 2   # the backward's pipeline
 
 
 def _check_post(fn, x, residual, post_layer_mix, comb_res_mix):
@@ -68,9 +69,18 @@ def mhc_post_bwd(x: torch.Tensor, residual: torch.Tensor, post_layer_mix: torch.
     d_post = torch.empty_like(post_layer_mix)
     d_comb = torch.empty_like(comb_res_mix)
     if N:
-        launch("mhc_post_bwd", (f"M={m}", f"BH={BH_BWD}"), x, x.view(N, H), residual.view(N, m, H),
+        ns = hidden_splits(N, H, BH_BWD)
+        if ns == 1:
+            ppart, cpart = d_post.view(N, 1, m), d_comb.view(N, 1, m, m)
+        else:
+            ppart = torch.empty((N, ns, m), dtype=torch.float32, device=x.device)
+            cpart = torch.empty((N, ns, m, m), dtype=torch.float32, device=x.device)
+        launch("mhc_post_bwd", (f"M={m}", f"BH={BH_BWD}", f"S={STAGES}"), x, x.view(N, H), residual.view(N, m, H),
                post_layer_mix.view(N, m), comb_res_mix.view(N, m, m), d_o.view(N, m, H), d_x.view(N, H),
-               d_residual.view(N, m, H), d_post.view(N, m), d_comb.view(N, m, m))
+               d_residual.view(N, m, H), ppart, cpart)
+        if ns > 1:
+            torch.sum(ppart, 1, out=d_post.view(N, m))
+            torch.sum(cpart, 1, out=d_comb.view(N, m, m))
     if fuse_grad_acc:
         given.untyped_storage().grad_from_mhc_post = d_residual
     return d_x, d_residual, d_post, d_comb

@@ -10,7 +10,7 @@ def _sinkhorn_fwd(x: torch.Tensor, out: torch.Tensor, repeat: int, eps: float) -
     """x, out f32 (B, n, n) contiguous."""
     B, n, _ = x.shape
     if B * n:
-        launch("mhc_sinkhorn", (f"N={n}",), x, x, out, repeat, eps)
+        launch("mhc_sinkhorn_fwd", (f"N={n}",), x, x, out, repeat, eps)
 
 
 def _sinkhorn_bwd(x: torch.Tensor, grad: torch.Tensor, x_grad: torch.Tensor, repeat: int, eps: float) -> None:
