@@ -21,12 +21,14 @@ from test_bad_arguments import VALID  # noqa: E402  (a valid call of every publi
 # its outputs to a size read from the device: a graph break by nature; traced, use a size or
 # force_no_sync
 NOT_OPS = {"unpack_from_e2m1fn_x2"}   # plain torch code, traced as is
+# the mHC family: its ops are autograd layers over kernels that are not custom ops yet
+NOT_YET = ("tilec.modeling.mhc", "tilec.mhc")
 
 
 def _op_calls():
     out = []
     for fn, kw in VALID:
-        if fn.__name__ in NOT_OPS:
+        if fn.__name__ in NOT_OPS or fn.__module__.startswith(NOT_YET):
             continue
         if fn.__name__ == "get_fused_mapping":
             kw = dict(kw, num_expanded_tokens=64)
