@@ -69,6 +69,28 @@ run_tests() {
     summary "memcheck $g: exit $(cat "$OUT/memcheck_$g.rc") — $(grep -E "ERROR SUMMARY" "$OUT/memcheck_$g.log" | tail -1) $(tail -1 "$OUT/memcheck_$g.log")"
   done
   summary "memcheck took $(elapsed $t0) s"
+
+  # racecheck over the kernels that stage data through shared memory: the transposes, the
+  # per-channel casts, the Engram gate's pipelines, the mHC kernels
+  t0=$(date +%s)
+  local RC="timeout 240 compute-sanitizer --tool racecheck --error-exitcode 9"
+  ( $RC $PYTEST tests/gpu/test_transpose.py -k "4032 and 576" > "$OUT/racecheck_transpose.log" 2>&1
+    echo $? > "$OUT/racecheck_transpose.rc" ) &
+  ( $RC $PYTEST tests/gpu/test_quant_per_channel.py -k "test_per_channel_cast and 4096-576" \
+      > "$OUT/racecheck_quant.log" 2>&1; echo $? > "$OUT/racecheck_quant.rc" ) &
+  ( $RC $PYTEST tests/gpu/test_engram.py -k small > "$OUT/racecheck_engram.log" 2>&1; echo $? > "$OUT/racecheck_engram.rc" ) &
+  ( $RC $PYTEST tests/gpu/test_mhc.py -k small > "$OUT/racecheck_mhc.log" 2>&1; echo $? > "$OUT/racecheck_mhc.rc" ) &
+  wait
+  for g in transpose quant engram mhc; do
+    summary "racecheck $g: exit $(cat "$OUT/racecheck_$g.rc") — $(grep -E "RACECHECK SUMMARY|ERROR SUMMARY" "$OUT/racecheck_$g.log" | tail -1) $(tail -1 "$OUT/racecheck_$g.log")"
+  done
+  summary "racecheck took $(elapsed $t0) s"
+
+  # the custom ops on CUDA tensors: opcheck, fullgraph compile, no host reads (tests/python/test_ops.py)
+  t0=$(date +%s)
+  TILEC_BUILD_PYTHON=$PWD/dist/python TILEC_OPS_DEVICE=cuda timeout 200 $PYTEST tests/python/test_ops.py \
+    > "$OUT/ops_cuda.log" 2>&1
+  summary "ops on cuda: exit $? in $(elapsed $t0) s — $(tail -1 "$OUT/ops_cuda.log")"
 }
 
 run_bench() {

@@ -25,6 +25,18 @@ NOT_OPS = {"unpack_from_e2m1fn_x2"}   # plain torch code, traced as is
 NOT_YET = ("tilec.modeling.mhc", "tilec.mhc")
 
 
+# TILEC_OPS_DEVICE=cuda runs the same checks on CUDA tensors (scripts/gpu_all.sh)
+DEV = os.environ.get("TILEC_OPS_DEVICE", "cpu")
+
+
+def _on(v):
+    if isinstance(v, torch.Tensor):
+        return v.to(DEV)
+    if isinstance(v, tuple):
+        return tuple(_on(e) for e in v)
+    return v
+
+
 def _op_calls():
     out = []
     for fn, kw in VALID:
@@ -32,7 +44,7 @@ def _op_calls():
             continue
         if fn.__name__ == "get_fused_mapping":
             kw = dict(kw, num_expanded_tokens=64)
-        out.append((fn, kw))
+        out.append((fn, {k: _on(v) for k, v in kw.items()}))
     return out
 
 
@@ -152,13 +164,13 @@ def _cast_round_trip(x):
 def test_token_count_dynamic_no_recompile():
     """The token dimension marked dynamic: one graph for every token count (the hidden size, which
     picks a specialisation, stays static)."""
-    xs = [(torch.randn(t, 256).bfloat16(),) for t in (5, 17, 64, 3)]
+    xs = [(torch.randn(t, 256).bfloat16().to(DEV),) for t in (5, 17, 64, 3)]
     assert _count_compiles(_cast_round_trip, xs, mark=[(0, 0)]) == 1
 
 
 def test_token_count_automatic_dynamic():
     """Without marks, torch.compile's automatic dynamic shapes recompile once, then never again."""
-    xs = [(torch.randn(t, 256).bfloat16(),) for t in (5, 17, 64, 3, 100)]
+    xs = [(torch.randn(t, 256).bfloat16().to(DEV),) for t in (5, 17, 64, 3, 100)]
     assert _count_compiles(_cast_round_trip, xs) == 2
 
 
@@ -171,7 +183,7 @@ def test_moe_dynamic_tokens():
     ins = []
     for t in (4, 9, 30):
         idx = torch.rand(t, 8, generator=g).argsort(1)[:, :2].contiguous()
-        ins.append((torch.randn(t, 256).bfloat16(), idx, torch.rand(t, 2)))
+        ins.append((torch.randn(t, 256).bfloat16().to(DEV), idx.to(DEV), torch.rand(t, 2).to(DEV)))
     assert _count_compiles(step, ins, mark=[(0, 0), (1, 0), (2, 0)]) == 1
 
 
@@ -188,8 +200,8 @@ def test_chain_of_families_one_graph():
         back = Q.per_token_cast_back((q, sf), "bf16", 128)
         return moe.reduce_fused(back, w, m[3])
 
-    logits = torch.randn(6, 8)
-    x = torch.randn(6, 256).bfloat16()
+    logits = torch.randn(6, 8).to(DEV)
+    x = torch.randn(6, 256).bfloat16().to(DEV)
     from torch._dynamo.testing import CompileCounterWithBackend
     cnt = CompileCounterWithBackend("aot_eager")
     _same(step(logits, x), torch.compile(step, backend=cnt, fullgraph=True)(logits, x))
@@ -236,7 +248,7 @@ def test_launch_path_reads_no_tensor_values(fn, kw, monkeypatch):
 def test_synchronising_path_is_seen(monkeypatch):
     """The one documented synchronising path, get_fused_mapping without a size or force_no_sync,
     is caught by the same check (the check can fail)."""
-    idx = torch.zeros(4, 2, dtype=torch.int64)
+    idx = torch.zeros(4, 2, dtype=torch.int64, device=DEV)
     moe.get_fused_mapping(idx, 4, 0, 16)
     with _HostReads(monkeypatch) as mode:
         moe.get_fused_mapping(idx, 4, 0, 16)
