@@ -2,8 +2,9 @@
  * NVPTX; this pass rewrites it into a module the x86-64 back end compiles for the CPU emulator
  * (runtime/emu), so that the emulator runs the very code the GPU runs:
  *   - every GPU intrinsic (thread ids, barriers, shuffles, votes, fp8/fp4 conversions, fma.rm,
- *     MUFU ex2 / rsqrt, cp.async, trap) and every inline-asm `cvt` becomes a call to the
- *     emulator's ABI (runtime/emu/include/tilec/tl_emu_abi.h), which reads the current fiber;
+ *     MUFU ex2 / rsqrt, cp.async, ldmatrix, mma.sync, trap) and every inline-asm `cvt` becomes a
+ *     call to the emulator's ABI (runtime/emu/include/tilec/tl_emu_abi.h), which reads the
+ *     current fiber;
  *   - conversions that involve f16, bf16 or f64, min/max, and f32 atomic adds go through the
  *     emulator's bit-exact versions, and float arithmetic results that are NaN (negation and
  *     abs included) become the GPU's NaN: the canonical one for f32, where x86 keeps payloads;
@@ -53,6 +54,7 @@ typedef struct EL {
     StrBuf sites;
     int nsites;
     LLVMValueRef canon32, dnan64; /* the f32 canonical NaN and the f64 default NaN, opaque to LLVM */
+    LLVMValueRef tc_regs;         /* mma / ldmatrix: the lane's registers, i32[10] on its stack */
     /* global memory: the tensor parameters (their data pointers), the range of each as read at
      * the top of the kernel (made on first use), and the inline check */
     LLVMValueRef *tensors, *gbase, *gsize, granges, gtop;
@@ -145,6 +147,12 @@ static const char *callee_name(LLVMValueRef call)
 static LLVMValueRef arg(LLVMValueRef call, unsigned i) { return LLVMGetOperand(call, i); }
 
 static bool starts(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+static bool is_shared(LLVMValueRef p)
+{
+    LLVMTypeRef t = LLVMTypeOf(p);
+    return LLVMGetTypeKind(t) == LLVMPointerTypeKind && LLVMGetPointerAddressSpace(t) == 3;
+}
 
 /* value <-> i64 bits */
 static LLVMValueRef to_bits64(EL *el, LLVMValueRef v, bool sign)
@@ -326,6 +334,97 @@ static void lower_cp_async(EL *el, LLVMValueRef call, const char *name)
     replace(call, NULL);
 }
 
+/* the i32[10] in the kernel's entry block that mma.sync and ldmatrix pass their registers in
+ * (one for all of them: a thread runs one at a time); the builder stays before `call` */
+static LLVMValueRef tc_regs(EL *el, LLVMValueRef call)
+{
+    if (!el->tc_regs) {
+        LLVMMetadataRef loc = LLVMGetCurrentDebugLocation2(el->b);
+        LLVMPositionBuilderBefore(el->b, LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(el->fn)));
+        LLVMSetCurrentDebugLocation2(el->b, NULL);
+        el->tc_regs = LLVMBuildAlloca(el->b, LLVMArrayType2(el->i32, 10), "tc.regs");
+        LLVMSetCurrentDebugLocation2(el->b, loc);
+        LLVMPositionBuilderBefore(el->b, call);
+    }
+    return el->tc_regs;
+}
+
+static LLVMValueRef tc_slot(EL *el, LLVMValueRef regs, unsigned i)
+{
+    LLVMValueRef idx[2] = {c32(el, 0), c32(el, i)};
+    return LLVMBuildInBoundsGEP2(el->b, LLVMArrayType2(el->i32, 10), regs, idx, 2, "");
+}
+
+/* llvm.nvvm.mma.m16n8kK.row.col.*(a0..a3, b0, b1, c0..c3) -> {d0..d3}: the ten operands as i32 in
+ * tc_regs, tl_emu_mma, the four results back out; the forms are those codegen_mma.c emits */
+static void lower_mma(EL *el, LLVMValueRef call, const char *name)
+{
+    static const struct {
+        const char *name;
+        int form;
+    } forms[] = {
+        {"llvm.nvvm.mma.m16n8k16.row.col.f32.f32", TL_EMU_MMA_F16},
+        {"llvm.nvvm.mma.m16n8k16.row.col.bf16", TL_EMU_MMA_BF16},
+        {"llvm.nvvm.mma.m16n8k8.row.col.tf32", TL_EMU_MMA_TF32},
+        {"llvm.nvvm.mma.m16n8k32.row.col.f32.e4m3.e4m3.f32", TL_EMU_MMA_E4M3},
+        {"llvm.nvvm.mma.m16n8k32.row.col.f32.e5m2.e5m2.f32", TL_EMU_MMA_E5M2},
+    };
+    int form = -1;
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        if (!strcmp(name, forms[i].name))
+            form = forms[i].form;
+    LLVMTypeRef rt = LLVMTypeOf(call);
+    if (form < 0 || LLVMGetNumArgOperands(call) != 10 || LLVMGetTypeKind(rt) != LLVMStructTypeKind ||
+        LLVMCountStructElementTypes(rt) != 4) {
+        el_error(el, "the emulator does not implement '%s' (kernel %s)", name);
+        return;
+    }
+    LLVMValueRef regs = tc_regs(el, call);
+    for (unsigned i = 0; i < 10; i++) {
+        LLVMValueRef v = arg(call, i); /* i32, <2 x half> or float: 32 bits each */
+        if (LLVMTypeOf(v) != el->i32)
+            v = LLVMBuildBitCast(el->b, v, el->i32, "");
+        LLVMBuildStore(el->b, v, tc_slot(el, regs, i));
+    }
+    LLVMTypeRef at[3] = {el->i32, el->p0, el->i32};
+    LLVMValueRef args[3] = {c32(el, (uint64_t)form), regs, site(el, "mma.sync", call)};
+    call_abi(el, "tl_emu_mma", el->v, at, args, 3, 1);
+    LLVMValueRef r = LLVMGetUndef(rt);
+    for (unsigned i = 0; i < 4; i++) {
+        LLVMValueRef d = LLVMBuildLoad2(el->b, el->i32, tc_slot(el, regs, 6 + i), "");
+        LLVMTypeRef et = LLVMStructGetTypeAtIndex(rt, i);
+        if (et != el->i32)
+            d = LLVMBuildBitCast(el->b, d, et, "");
+        r = LLVMBuildInsertValue(el->b, r, d, i, "");
+    }
+    replace(call, r);
+}
+
+/* llvm.nvvm.ldmatrix.sync.aligned.m8n8.xN[.trans].b16(row) -> i32 or {i32 x N} */
+static void lower_ldmatrix(EL *el, LLVMValueRef call, const char *name)
+{
+    const char *p = name + strlen("llvm.nvvm.ldmatrix.sync.aligned.m8n8.x");
+    int num = *p - '0';
+    bool trans = strstr(p, ".trans.") != NULL;
+    LLVMTypeRef rt = LLVMTypeOf(call);
+    bool agg = LLVMGetTypeKind(rt) == LLVMStructTypeKind;
+    if ((num != 1 && num != 2 && num != 4) || !strstr(p, ".b16") || LLVMGetNumArgOperands(call) != 1 ||
+        !is_shared(arg(call, 0)) || agg != (num > 1) || (agg && (int)LLVMCountStructElementTypes(rt) != num)) {
+        el_error(el, "the emulator does not implement '%s' (kernel %s)", name);
+        return;
+    }
+    LLVMValueRef regs = tc_regs(el, call);
+    LLVMTypeRef at[4] = {el->i32, el->p3, el->p0, el->i32};
+    LLVMValueRef args[4] = {c32(el, (uint64_t)(num | (trans ? 8 : 0))), arg(call, 0), regs, site(el, "ldmatrix", call)};
+    call_abi(el, "tl_emu_ldmatrix", el->v, at, args, 4, 1);
+    LLVMValueRef r = agg ? LLVMGetUndef(rt) : NULL;
+    for (unsigned i = 0; i < (unsigned)num; i++) {
+        LLVMValueRef d = LLVMBuildLoad2(el->b, el->i32, tc_slot(el, regs, i), "");
+        r = agg ? LLVMBuildInsertValue(el->b, r, d, i, "") : d;
+    }
+    replace(call, r);
+}
+
 /* the `cvt` instructions codegen writes as inline PTX (explicit rounding modes) */
 static void lower_asm(EL *el, LLVMValueRef call)
 {
@@ -464,6 +563,10 @@ static void lower_call(EL *el, LLVMValueRef call)
         replace(call, NULL);
     } else if (starts(name, "llvm.nvvm.cp.async.") && strstr(name, ".shared.global.")) {
         lower_cp_async(el, call, name);
+    } else if (starts(name, "llvm.nvvm.mma.")) {
+        lower_mma(el, call, name);
+    } else if (starts(name, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x")) {
+        lower_ldmatrix(el, call, name);
     } else if (!strcmp(name, "tilec.grid_sync")) {
         args[0] = site(el, "grid_sync", call);
         call_abi(el, "tl_emu_grid_sync", el->v, &el->i32, args, 1, 1);
@@ -730,12 +833,6 @@ static void instrument_shared(EL *el, LLVMValueRef inst, LLVMOpcode op)
     LLVMValueRef args[4] = {pointer_operand(inst, op), c32(el, access_size(el, inst, op)), c32(el, (uint64_t)kind),
                             access_site(el, inst, "shared-memory", kind)};
     call_abi(el, "tl_emu_shared_access", el->v, at, args, 4, 1);
-}
-
-static bool is_shared(LLVMValueRef p)
-{
-    LLVMTypeRef t = LLVMTypeOf(p);
-    return LLVMGetTypeKind(t) == LLVMPointerTypeKind && LLVMGetPointerAddressSpace(t) == 3;
 }
 
 /* ---------------- global memory ----------------

@@ -48,6 +48,10 @@ enum {
     TL_EMU_X2_COUNT
 };
 
+/* the mma.sync forms of tl_emu_mma, all .row.col with f32 accumulators:
+ * m16n8k16 .f16 / .bf16, m16n8k8 .tf32, m16n8k32 .e4m3 / .e5m2 */
+enum { TL_EMU_MMA_F16, TL_EMU_MMA_BF16, TL_EMU_MMA_TF32, TL_EMU_MMA_E4M3, TL_EMU_MMA_E5M2, TL_EMU_MMA_COUNT };
+
 uint32_t tl_emu_sreg(uint32_t which);
 void *tl_emu_smem(void);
 void tl_emu_barrier(uint32_t site);
@@ -62,6 +66,15 @@ _Noreturn void tl_emu_assertfail(const char *message, const char *file, uint32_t
 int32_t tl_emu_vprintf(const char *format, const void *args);
 void tl_emu_shared_access(const void *p, uint32_t size, uint32_t kind, uint32_t site);
 void tl_emu_cp_async(void *dst, const void *src, uint32_t size, uint32_t src_size, uint32_t site);
+/* Tensor-core instructions, warp-collective like shfl (all 32 lanes of the warp take part).
+ * tl_emu_mma: `mma.sync.aligned.m16n8kK.row.col.f32.T.T.f32` of the form (TL_EMU_MMA_*): regs[0..3]
+ * the lane's A registers, regs[4..5] its B registers, regs[6..9] its C (f32 bits); the lane's D
+ * comes back in regs[6..9]. The arithmetic is the numerics library's model (tl_num_mma_m16n8).
+ * tl_emu_ldmatrix: `ldmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16` with mode N (1, 2, 4), plus 8
+ * for .trans: lanes 0 .. 8N-1 each give the address of one 16-byte row (checked like a shared
+ * load), and out[0 .. N-1] receive the lane's registers. */
+void tl_emu_mma(uint32_t form, uint32_t *regs, uint32_t site);
+void tl_emu_ldmatrix(uint32_t mode, const void *row, uint32_t *out, uint32_t site);
 /* Global memory. The ranges of the launch's tensors (tl_emu_launch_config.ranges) as
  * TL_EMU_MAX_TENSORS pairs (base, size in bytes), indexed by a tensor parameter's index among the
  * kernel's tensor parameters, which a thread reads once for the inline check that the compiler
