@@ -511,10 +511,13 @@ static LLVMValueRef linear_index(CG *g, TBuf *b, TExpr **idx)
             lin = LLVMBuildAdd(g->b, lin, LLVMBuildMul(g->b, x, c32(g, s), ""), "");
         }
         if (b->swizzle && b->rank >= 2) {
-            /* XOR the 16-byte chunk within the row with (row / swizzle) % 8 */
+            /* XOR the 16-byte chunk within the row with key((row / swizzle) % 8) */
             int per_chunk = 16 / dtype_storage_bytes(b->dt);
             LLVMValueRef row = xs[b->rank - 2];
             LLVMValueRef key = LLVMBuildAnd(g->b, LLVMBuildUDiv(g->b, row, c32(g, b->swizzle), ""), c32(g, 7), "");
+            if (b->swizzle_gemm) /* 2 (x % 4) + x / 4 */
+                key = LLVMBuildOr(g->b, LLVMBuildShl(g->b, LLVMBuildAnd(g->b, key, c32(g, 3), ""), c32(g, 1), ""),
+                                  LLVMBuildLShr(g->b, key, c32(g, 2), ""), "");
             lin = LLVMBuildXor(g->b, lin, LLVMBuildMul(g->b, key, c32(g, per_chunk), ""), "");
         }
         return lin;

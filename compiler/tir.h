@@ -75,7 +75,9 @@ struct TBuf {
     bool transposed_access;       /* read or written column-wise (padding pays) */
     bool scratch;                 /* compiler scratch: all scratch buffers share one region */
     int swizzle;                  /* shared, rank >= 2: the 16-byte chunk of (row, col) is XORed with
-                                     (row / swizzle) % 8; 0 = no swizzle */
+                                     key((row / swizzle) % 8); 0 = no swizzle */
+    bool swizzle_gemm;            /* key(x) = 2 (x % 4) + x / 4 (tf32 gemm operands, lower_gemm.c)
+                                     instead of key(x) = x */
     /* after lowering: a frag becomes a register array of this buffer */
     TBuf *regs;
     void *cg;
@@ -325,7 +327,7 @@ bool pass_pipeline(TKernel *k);      /* pipeline.c: pipelined loops -> cp.async 
 
 /* the tile-operation families, a file each, called by lower_tiles.c (and layout.c for gemm's
  * layouts): each returns the statement's thread-level code; *ok = false after errors */
-bool gemm_assign_layouts(TKernel *k);              /* lower_gemm.c: mma fragment layouts, operand padding */
+bool gemm_assign_layouts(TKernel *k);              /* lower_gemm.c: mma fragment layouts, operand swizzle / padding */
 TStmt *lower_gemm(TKernel *k, TStmt *s, bool *ok);   /* lower_gemm.c: gemm -> ldmatrix + mma.sync */
 TStmt *lower_cumsum(TKernel *k, TStmt *s, bool *ok); /* lower_cumsum.c: prefix sums along a dim */
 TStmt *lower_fill(TKernel *k, TStmt *s, bool *ok);   /* lower_fill.c */

@@ -402,6 +402,8 @@ void tir_print(StrBuf *out, const TKernel *k)
         }
         if (b->scope == SC_SHARED && (b->row_pad || b->smem_offset))
             sb_printf(out, " pad %lld @%lld", (long long)b->row_pad, (long long)b->smem_offset);
+        if (b->scope == SC_SHARED && b->swizzle)
+            sb_printf(out, " swizzle %s%d", b->swizzle_gemm ? "gemm " : "", b->swizzle);
         if (b->layout) {
             sb_puts(out, " ");
             layout_print(out, b->layout);

@@ -90,6 +90,60 @@ static void put(Op op, uint8_t *base, int64_t i, uint32_t code)
     memcpy(base + i * OPS[op].bytes, &code, (size_t)OPS[op].bytes); /* little-endian: the low bytes */
 }
 
+/* what the checks of one output tensor found */
+typedef struct Tally {
+    int bad, bad_bound;
+    long double worst;   /* the largest error, as a fraction of the bound */
+} Tally;
+
+/* One output element d, of the gemm of a row a and a column b of length K: bit for bit the model
+ * applied instruction by instruction in k order from c = 0 (then converted to bf16 RNE when
+ * `bf16`), and within the bound of the exact sum. */
+static void check_elem(Tally *t, const char *what, const char *tensor, int m, int n, Op op, const uint32_t *a,
+                       const uint32_t *b, int K, uint32_t got, bool bf16)
+{
+    int ik = OPS[op].k, steps = (K + ik - 1) / ik;
+    uint32_t acc = 0, ra[32], rb[32];
+    long double exact = 0, Q = 0, Bmax = 0;
+    bool finite = true;
+    for (int s = 0; s < steps; s++) {
+        for (int j = 0; j < ik; j++) {
+            int kk = s * ik + j;
+            ra[j] = kk < K ? a[kk] : 0;
+            rb[j] = kk < K ? b[kk] : 0;
+            long double x = value(op, ra[j]), y = value(op, rb[j]);
+            finite &= isfinite(x) && isfinite(y);
+            if (x != 0 && y != 0 && isfinite(x) && isfinite(y)) {
+                exact += x * y;
+                Q += fabsl(x * y);
+                int ex, ey;
+                frexpl(x, &ex);
+                frexpl(y, &ey);
+                ex = ex - 1 < OPS[op].emin ? OPS[op].emin : ex - 1;
+                ey = ey - 1 < OPS[op].emin ? OPS[op].emin : ey - 1;
+                if (ldexpl(1.0L, ex + ey) > Bmax)
+                    Bmax = ldexpl(1.0L, ex + ey);
+            }
+        }
+        acc = mma_step(op, ra, rb, acc);
+    }
+    uint32_t want = bf16 ? tl_num_f32_to_bf16(acc, TL_NUM_RN) : acc;
+    if (got != want && t->bad++ < 3)
+        EH_CHECK(0, "%s: %s[%d, %d] = %08x, the model gives %08x", what, tensor, m, n, got, want);
+    if (!finite || bf16 || (acc & 0x7F800000u) == 0x7F800000u)
+        return;
+    long double big = Q > Bmax ? Q : Bmax;
+    big = big > 0x1p-133L ? big : 0x1p-133L;
+    long double bound = steps * ((ik + 1) * ldexpl(big, -OPS[op].F) + ldexpl(Q, -OPS[op].p) +
+                                 ldexpl(1.0L, -126 - OPS[op].p)) + Q * 0x1p-60L;
+    long double e = fabsl((long double)tl_num_float(acc) - exact);
+    if (e / bound > t->worst)
+        t->worst = e / bound;
+    if (e > bound && t->bad_bound++ < 3)
+        EH_CHECK(0, "%s: %s[%d, %d] = %.9Lg is %.3Lg from the exact %.9Lg, more than the bound %.3Lg", what, tensor, m,
+                 n, (long double)tl_num_float(acc), e, exact, bound);
+}
+
 typedef struct Case {
     const char *file, *kernel;
     const char *gens[2];
@@ -98,19 +152,13 @@ typedef struct Case {
     bool a_km, b_nk;   /* A stored K x M, B stored N x K */
     int M, N, K;
     bool out_bf16;     /* c: bf16 (converted RNE from the accumulator) instead of f32 */
+    bool c_nm;         /* c stored N x M */
 } Case;
 
-static void run_case(const Case *cs, int kind)
+static void run_case(const Case *cs, EhKernel *kp, int kind)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/tests/codegen/tileops/%s", eh_source_dir(), cs->file);
-    EhKernel k;
-    if (!eh_compile(path, NULL, cs->kernel, cs->gens, cs->ngens, &k)) {
-        eh_failures++;
-        return;
-    }
     Op op = cs->op;
-    int M = cs->M, N = cs->N, K = cs->K, es = OPS[op].bytes, ik = OPS[op].k;
+    int M = cs->M, N = cs->N, K = cs->K, es = OPS[op].bytes;
     uint32_t *A = calloc((size_t)M * K, 4), *B = calloc((size_t)K * N, 4); /* codes, [m][k] and [k][n] */
     uint64_t s = 0x6E11 + (uint64_t)kind * 977 + (uint64_t)M * 31 + (uint64_t)K;
     for (int i = 0; i < M * K; i++)
@@ -144,59 +192,29 @@ static void run_case(const Case *cs, int kind)
     int ces = cs->out_bf16 ? 2 : 4;
     uint8_t *cd = malloc((size_t)M * N * ces);
     memset(cd, 0xEE, (size_t)M * N * ces);
-    int64_t sa[2] = {cs->a_km ? K : M, cs->a_km ? M : K}, sb[2] = {cs->b_nk ? N : K, cs->b_nk ? K : N}, sc[2] = {M, N};
+    int64_t sa[2] = {cs->a_km ? K : M, cs->a_km ? M : K}, sb[2] = {cs->b_nk ? N : K, cs->b_nk ? K : N};
+    int64_t sc[2] = {cs->c_nm ? N : M, cs->c_nm ? M : N};
     EhArg args[3] = {eh_tensor(ad, 2, sa, NULL), eh_tensor(bd, 2, sb, NULL), eh_tensor(cd, 2, sc, NULL)};
     char err[2048];
-    tl_emu_status st = eh_run(&k, args, 3, NULL, err, sizeof err);
+    tl_emu_status st = eh_run(kp, args, 3, NULL, err, sizeof err);
     char what[160];
     snprintf(what, sizeof what, "%s %s%s%s %dx%dx%d %s", cs->file, cs->kernel, cs->ngens ? " " : "",
              cs->ngens ? cs->gens[0] : "", M, N, K, IN_NAMES[kind]);
     EH_CHECK(st == TL_EMU_OK, "%s: %s", what, err);
-    int steps = (K + ik - 1) / ik, bad = 0, bad_bound = 0;
-    long double worst = 0;
+    Tally t = {0, 0, 0};
+    uint32_t ra[4096], rb[4096];
     for (int m = 0; m < M && st == TL_EMU_OK; m++)
         for (int n = 0; n < N; n++) {
-            uint32_t acc = 0, ra[32], rb[32];
-            long double exact = 0, Q = 0, Bmax = 0;
-            bool finite = true;
-            for (int t = 0; t < steps; t++) {
-                for (int j = 0; j < ik; j++) {
-                    int kk = t * ik + j;
-                    ra[j] = kk < K ? A[m * K + kk] : 0;
-                    rb[j] = kk < K ? B[kk * N + n] : 0;
-                    long double x = value(op, ra[j]), y = value(op, rb[j]);
-                    finite &= isfinite(x) && isfinite(y);
-                    if (x != 0 && y != 0 && isfinite(x) && isfinite(y)) {
-                        exact += x * y;
-                        Q += fabsl(x * y);
-                        int ex, ey;
-                        frexpl(x, &ex);
-                        frexpl(y, &ey);
-                        ex = ex - 1 < OPS[op].emin ? OPS[op].emin : ex - 1;
-                        ey = ey - 1 < OPS[op].emin ? OPS[op].emin : ey - 1;
-                        if (ldexpl(1.0L, ex + ey) > Bmax)
-                            Bmax = ldexpl(1.0L, ex + ey);
-                    }
-                }
-                acc = mma_step(op, ra, rb, acc);
+            for (int kk = 0; kk < K; kk++) {
+                ra[kk] = A[m * K + kk];
+                rb[kk] = B[kk * N + n];
             }
-            uint32_t want = cs->out_bf16 ? tl_num_f32_to_bf16(acc, TL_NUM_RN) : acc, got = 0;
-            memcpy(&got, cd + ((int64_t)m * N + n) * ces, (size_t)ces);
-            if (got != want && bad++ < 3)
-                EH_CHECK(0, "%s: c[%d, %d] = %08x, the model gives %08x", what, m, n, got, want);
-            if (!finite || cs->out_bf16 || (acc & 0x7F800000u) == 0x7F800000u)
-                continue;
-            long double big = Q > Bmax ? Q : Bmax;
-            big = big > 0x1p-133L ? big : 0x1p-133L;
-            long double bound = steps * ((ik + 1) * ldexpl(big, -OPS[op].F) + ldexpl(Q, -OPS[op].p) +
-                                         ldexpl(1.0L, -126 - OPS[op].p)) + Q * 0x1p-60L;
-            long double e = fabsl((long double)tl_num_float(acc) - exact);
-            if (e / bound > worst)
-                worst = e / bound;
-            if (e > bound && bad_bound++ < 3)
-                EH_CHECK(0, "%s: c[%d, %d] = %.9Lg is %.3Lg from the exact %.9Lg, more than the bound %.3Lg", what, m, n,
-                         (long double)tl_num_float(acc), e, exact, bound);
+            uint32_t got = 0;
+            memcpy(&got, cd + (cs->c_nm ? (int64_t)n * M + m : (int64_t)m * N + n) * ces, (size_t)ces);
+            check_elem(&t, what, "c", m, n, op, ra, rb, K, got, cs->out_bf16);
         }
+    int bad = t.bad;
+    long double worst = t.worst;
     if (st == TL_EMU_OK)
         printf("%s: %s (largest error %.3Lf of the bound)\n", what, bad ? "MISMATCH" : "bit-exact", worst);
     free(A);
@@ -204,31 +222,108 @@ static void run_case(const Case *cs, int kind)
     free(ad);
     free(bd);
     free(cd);
-    eh_free(&k);
+}
+
+/* mhc_bwd_gemms: fn_grad = g^T @ x (32 x N, accumulated over the tokens in order) and x_grad =
+ * g @ w (T x N) from one shared g tile, the backward's two gemms in one kernel */
+static void run_mhc_bwd(EhKernel *kp, int T, int N, int kind)
+{
+    uint32_t *g = malloc(sizeof(uint32_t) * (size_t)T * 32), *x = malloc(sizeof(uint32_t) * (size_t)T * N),
+             *w = malloc(sizeof(uint32_t) * 32 * (size_t)N), *fg = malloc(sizeof(uint32_t) * 32 * (size_t)N),
+             *xg = malloc(sizeof(uint32_t) * (size_t)T * N);
+    uint64_t s = 0x3C7 + (uint64_t)kind;
+    for (int i = 0; i < T * 32; i++)
+        g[i] = encode(OP_TF32, draw(OP_TF32, kind, &s));
+    for (int i = 0; i < T * N; i++)
+        x[i] = encode(OP_TF32, draw(OP_TF32, kind, &s));
+    for (int i = 0; i < 32 * N; i++)
+        w[i] = encode(OP_TF32, draw(OP_TF32, kind, &s));
+    memset(fg, 0xEE, sizeof(uint32_t) * 32 * (size_t)N);
+    memset(xg, 0xEE, sizeof(uint32_t) * (size_t)T * N);
+    int64_t sg[2] = {T, 32}, sx[2] = {T, N}, sw[2] = {32, N};
+    EhArg args[5] = {eh_tensor(g, 2, sg, NULL), eh_tensor(x, 2, sx, NULL), eh_tensor(w, 2, sw, NULL),
+                     eh_tensor(fg, 2, sw, NULL), eh_tensor(xg, 2, sx, NULL)};
+    char err[2048], what[128];
+    snprintf(what, sizeof what, "gemm_tf32.tl mhc_bwd_gemms T=%d N=%d %s", T, N, IN_NAMES[kind]);
+    tl_emu_status st = eh_run(kp, args, 5, NULL, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK, "%s: %s", what, err);
+    Tally t = {0, 0, 0};
+    uint32_t *ra = malloc(sizeof(uint32_t) * (size_t)(T > 32 ? T : 32)), *rb = malloc(sizeof(uint32_t) * (size_t)(T > 32 ? T : 32));
+    for (int j = 0; j < 32 && st == TL_EMU_OK; j++)
+        for (int n = 0; n < N; n++) {
+            for (int tk = 0; tk < T; tk++) {
+                ra[tk] = g[tk * 32 + j];
+                rb[tk] = x[(int64_t)tk * N + n];
+            }
+            check_elem(&t, what, "fn_grad", j, n, OP_TF32, ra, rb, T, fg[j * N + n], false);
+        }
+    for (int tk = 0; tk < T && st == TL_EMU_OK; tk++)
+        for (int n = 0; n < N; n++) {
+            for (int j = 0; j < 32; j++) {
+                ra[j] = g[tk * 32 + j];
+                rb[j] = w[j * N + n];
+            }
+            check_elem(&t, what, "x_grad", tk, n, OP_TF32, ra, rb, 32, xg[(int64_t)tk * N + n], false);
+        }
+    if (st == TL_EMU_OK)
+        printf("%s: %s (largest error %.3Lf of the bound)\n", what, t.bad ? "MISMATCH" : "bit-exact", t.worst);
+    free(ra);
+    free(rb);
+    free(g);
+    free(x);
+    free(w);
+    free(fg);
+    free(xg);
 }
 
 int main(void)
 {
     static const Case cases[] = {
         /* bf16 / f16: ldmatrix for A, ldmatrix.trans for a row-major B; pipelined; ragged */
-        {"gemm_bf16.tl", "gemm_bf16", {"S=1"}, 1, OP_BF16, false, false, 64, 64, 64, false},
-        {"gemm_bf16.tl", "gemm_bf16", {"S=3"}, 1, OP_BF16, false, false, 100, 72, 136, false},
-        {"gemm_bf16.tl", "gemm_bf16_out", {0}, 0, OP_BF16, false, false, 64, 64, 64, true},
-        {"gemm_bf16.tl", "gemm_bf16_any", {0}, 0, OP_BF16, false, false, 70, 66, 71, false},
-        {"gemm_bf16.tl", "gemm_f16_tt", {0}, 0, OP_F16, true, true, 64, 128, 96, false},
+        {"gemm_bf16.tl", "gemm_bf16", {"S=1"}, 1, OP_BF16, false, false, 64, 64, 64, false, false},
+        {"gemm_bf16.tl", "gemm_bf16", {"S=3"}, 1, OP_BF16, false, false, 100, 72, 136, false, false},
+        {"gemm_bf16.tl", "gemm_bf16_out", {0}, 0, OP_BF16, false, false, 64, 64, 64, true, false},
+        {"gemm_bf16.tl", "gemm_bf16_any", {0}, 0, OP_BF16, false, false, 70, 66, 71, false, false},
+        {"gemm_bf16.tl", "gemm_f16_tt", {0}, 0, OP_F16, true, true, 64, 128, 96, false, false},
         /* tf32: ldmatrix for K-contiguous operands, element loads for M- and N-contiguous ones */
-        {"gemm_tf32.tl", "gemm_tf32_nt", {"S=2"}, 1, OP_TF32, false, true, 32, 24, 512, false},
-        {"gemm_tf32.tl", "gemm_tf32_tn", {0}, 0, OP_TF32, true, false, 64, 64, 64, false},
-        {"gemm_tf32.tl", "gemm_tf32_k256", {0}, 0, OP_TF32, false, true, 40, 48, 600, false},
+        {"gemm_tf32.tl", "gemm_tf32_nt", {"S=2"}, 1, OP_TF32, false, true, 32, 24, 512, false, false},
+        {"gemm_tf32.tl", "gemm_tf32_tn", {0}, 0, OP_TF32, true, false, 64, 64, 64, false, false},
+        {"gemm_tf32.tl", "gemm_tf32_k256", {0}, 0, OP_TF32, false, true, 40, 48, 600, false, false},
+        {"gemm_tf32.tl", "gemm_tf32_tt", {0}, 0, OP_TF32, true, true, 64, 96, 96, false, false},
+        /* mhc_pre_norm_fn's backward shapes: 32 x 128 x 128 tokens with A^T, 128 tokens x 128 x 32 */
+        {"gemm_tf32.tl", "mhc_bwd_fn_grad", {0}, 0, OP_TF32, true, false, 32, 128, 300, false, false},
+        {"gemm_tf32.tl", "mhc_bwd_x_grad", {0}, 0, OP_TF32, false, false, 130, 128, 32, false, false},
         /* fp8: K-contiguous (ldmatrix), and e5m2 with an N-contiguous B (element loads) */
-        {"gemm_fp8.tl", "gemm_e4m3", {"S=2"}, 1, OP_E4M3, false, true, 64, 64, 128, false},
-        {"gemm_fp8.tl", "gemm_e5m2_nn", {0}, 0, OP_E5M2, false, false, 64, 32, 128, false},
+        {"gemm_fp8.tl", "gemm_e4m3", {"S=2"}, 1, OP_E4M3, false, true, 64, 64, 128, false, false},
+        {"gemm_fp8.tl", "gemm_e5m2_nn", {0}, 0, OP_E5M2, false, false, 64, 32, 128, false, false},
         /* frag operands and a tile smaller than the block (replicated warps) */
-        {"gemm_frag.tl", "gemm_frag_plain", {0}, 0, OP_BF16, false, false, 32, 32, 64, false},
-        {"gemm_frag.tl", "gemm_small", {0}, 0, OP_BF16, false, false, 16, 8, 16, false},
+        {"gemm_frag.tl", "gemm_frag_plain", {0}, 0, OP_BF16, false, false, 32, 32, 64, false, false},
+        {"gemm_frag.tl", "gemm_small", {0}, 0, OP_BF16, false, false, 16, 8, 16, false, false},
+        /* transposed views of a frag operand and of the accumulator */
+        {"gemm_frag.tl", "gemm_frag_t", {0}, 0, OP_BF16, true, false, 64, 32, 64, false, false},
+        {"gemm_frag.tl", "gemm_acc_t", {0}, 0, OP_BF16, false, false, 64, 64, 64, false, true},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/tests/codegen/tileops/%s", eh_source_dir(), cases[i].file);
+        EhKernel k;
+        if (!eh_compile(path, NULL, cases[i].kernel, cases[i].gens, cases[i].ngens, &k)) {
+            eh_failures++;
+            continue;
+        }
         for (int kind = 0; kind < IN_COUNT; kind++)
-            run_case(&cases[i], kind);
+            run_case(&cases[i], &k, kind);
+        eh_free(&k);
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/codegen/tileops/gemm_tf32.tl", eh_source_dir());
+    EhKernel k;
+    if (eh_compile(path, NULL, "mhc_bwd_gemms", NULL, 0, &k)) {
+        for (int kind = 0; kind < IN_COUNT; kind++)
+            run_mhc_bwd(&k, kind == IN_NORMAL ? 96 : 70, kind == IN_NORMAL ? 256 : 128, kind);
+        eh_free(&k);
+    } else {
+        eh_failures++;
+    }
     return eh_finish("test_emu_gemm");
 }
