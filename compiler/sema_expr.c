@@ -740,6 +740,19 @@ static int named_index(Expr *e, const char *name)
     return -1;
 }
 
+/* whether a region expression is a transposed view: an odd number of `.T` on the way to its
+ * tile, through slices */
+static bool transposed_view(const Expr *e)
+{
+    bool t = false;
+    while (e && (e->kind == EX_INDEX || (e->kind == EX_MEMBER && e->region_perm))) {
+        if (e->kind == EX_MEMBER)
+            t = !t;
+        e = e->a;
+    }
+    return t;
+}
+
 static int positional_count(Expr *e)
 {
     int n = 0;
@@ -1198,6 +1211,14 @@ static Type *check_tile_builtin(SemaCtx *s, Expr *e, BuiltinId b, const char *fn
         int ia = named_index(e, "trans_a"), ib = named_index(e, "trans_b");
         bool tra = ia >= 0 && e->args.v[ia]->cv.kind == CV_BOOL && e->args.v[ia]->cv.b;
         bool trb = ib >= 0 && e->args.v[ib]->cv.kind == CV_BOOL && e->args.v[ib]->cv.b;
+        /* a view and a flag that cancel are a slip, whichever was meant */
+        bool back_a = tra && transposed_view(a0), back_b = trb && transposed_view(a1);
+        if (back_a || back_b) {
+            ERR(e->args.v[back_a ? ia : ib]->loc,
+                "'%s = true' transposes the transposed view %s back: write '.T' or the flag, not both",
+                back_a ? "trans_a" : "trans_b", back_a ? "A" : "B");
+            return ty_error();
+        }
         int64_t M = tra ? ta->dims[1] : ta->dims[0], K = tra ? ta->dims[0] : ta->dims[1];
         int64_t K2 = trb ? tb->dims[1] : tb->dims[0], N = trb ? tb->dims[0] : tb->dims[1];
         if ((K >= 0 && K2 >= 0 && K != K2) || (M >= 0 && tc->dims[0] >= 0 && M != tc->dims[0]) ||
