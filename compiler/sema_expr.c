@@ -1909,15 +1909,35 @@ int64_t stmts_nodes(StmtList l)
     return n;
 }
 
+/* A fn called where the runtime evaluates the expression before a launch (the grid, a shape, a
+ * requirement) becomes part of that expression (signature.c writes the value it returns with its
+ * lets substituted), so its body may hold only lets, `if const` and the return. */
+static bool launch_fn_body(SemaCtx *s, InlineCall *ic, StmtList l, Expr *call)
+{
+    for (int i = 0; i < l.n; i++) {
+        Stmt *st = l.v[i];
+        if ((st->kind == ST_LET && st->nnames == 1) || (st->kind == ST_EXPR && st->e->builtin == BI_STATIC_ASSERT))
+            continue;
+        if (st->kind == ST_IF && st->is_const && st->const_taken >= 0) {
+            if (!launch_fn_body(s, ic, st->const_taken ? st->body : st->els, call))
+                return false;
+            continue;
+        }
+        if (st->kind == ST_RETURN)
+            return true;
+        ERR(st->loc, "fn '%s' is evaluated before the launch here, so its body may hold only 'let', 'if const' and "
+                     "'return'", ic->fn->name.s);
+        diag_note(s->d, call->loc, "called here, in %s", s->in_require ? "a requirement" : "the kernel's signature");
+        return false;
+    }
+    return true;
+}
+
 /* Instantiates a fn for this call: binds generics (explicit or inferred from argument
  * types), checks the arguments, and checks a copy of the body. */
 static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
 {
     Item *fn = fs->item;
-    if (s->in_signature) {
-        ERR(e->loc, "fn '%s' cannot be called in a kernel signature", fn->name.s);
-        return ty_error();
-    }
     if (s->inline_depth >= TL_MAX_INLINE_DEPTH) {
         ERR(e->loc, "fn calls nest deeper than %d levels (is '%s' recursive?)", TL_MAX_INLINE_DEPTH, fn->name.s);
         return ty_error();
@@ -2080,6 +2100,8 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
         ic->body = ast_clone_stmts(s->arena, fn->body);
         e->inl = ic;
         check_body_inline(s, ic, e);
+        if (s->in_signature || s->in_require)
+            ok = launch_fn_body(s, ic, ic->body, e);
     }
     scope_pop(s);
     scope_free(&s->scope);

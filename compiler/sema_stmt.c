@@ -503,7 +503,7 @@ static bool only_signature_names(SemaCtx *s, Expr *e)
         return true;
     if (e->kind == EX_NAME && e->sym) {
         SymKind k = e->sym->kind;
-        if (k != SYM_GENERIC && k != SYM_SCALAR && k != SYM_DIM && k != SYM_CONST) {
+        if (k != SYM_FN && k != SYM_GENERIC && k != SYM_SCALAR && k != SYM_DIM && k != SYM_CONST) {
             ERR(e->loc, "a requirement may only use generic parameters, scalar parameters and tensor shapes; '%s' is not one", e->str);
             return false;
         }
