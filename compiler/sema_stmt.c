@@ -53,7 +53,7 @@ static void check_let(SemaCtx *s, Stmt *st)
     }
     if (ann && !is_err(ann) && !is_err(t))
         coerce(s, st->e, ann, "initializer");
-    if (!is_err(t) && (t->kind == TY_VOID || t->kind == TY_STRING || t->kind == TY_TUPLE)) {
+    if (!is_err(t) && (t->kind == TY_VOID || t->kind == TY_STRING || t->kind == TY_TUPLE || t->kind == TY_LIST)) {
         ERR(st->e->loc, "cannot bind a value of type %s", tstr(s, t));
         t = ty_error();
     }

@@ -240,16 +240,37 @@ bool signature_write(StrBuf *out, TKernel *k, DiagEngine *d)
     SX x = {out, NULL, NULL, 0, false};
     for (int i = 0; i < it->nparams; i++) {
         Param *p = &it->params[i];
-        if (p->ty->kind != TE_TENSOR) {
+        if (p->ty->kind != TE_TENSOR && p->ty->kind != TE_LIST) {
             sb_printf(out, "scalar %d %s %s\n", i, p->name.s, dtype_name(p->sym->type->dt));
             continue;
         }
         TBuf *b = k->params[i];
         Sym *ts = p->sym;
-        sb_printf(out, "tensor %d %s %s %d %d%s%s%s\n", i, p->name.s, dtype_name(ts->type->dt), ts->type->rank, b->align,
-                  b->written ? " written" : "", ts->optional ? " optional" : "", ts->optional && !ts->present ? " absent" : "");
+        TypeExpr *te = p->ty;
+        if (te->kind == TE_LIST) {
+            sb_printf(out, "list %d %s %s %d %d %d%s\n", i, p->name.s, dtype_name(ts->type->dt), ts->type->rank, b->align,
+                      b->list_cap, b->written ? " written" : "");
+            Expr *e = te->len;
+            sb_printf(out, "len %d ", i);
+            if (e->kind == EX_NAME && e->sym && e->sym->kind == SYM_DIM && e->sym->dim_param == i && e->sym->dim_axis < 0) {
+                sb_printf(out, "(bind %s)", e->sym->name);
+                x.nodes++;
+            } else if (!sexpr(&x, e)) {
+                if (!sexpr_too_big(&x, d, e)) {
+                    diag_error(d, x.bad->loc, "this shape expression cannot be checked at launch");
+                    sexpr_note(&x, d);
+                }
+                ok = false;
+            }
+            sb_puts(out, "\n");
+            te = te->elem;
+        } else {
+            sb_printf(out, "tensor %d %s %s %d %d%s%s%s\n", i, p->name.s, dtype_name(ts->type->dt), ts->type->rank,
+                      b->align, b->written ? " written" : "", ts->optional ? " optional" : "",
+                      ts->optional && !ts->present ? " absent" : "");
+        }
         for (int kind = 0; kind < 2; kind++) {
-            ExprList l = kind ? p->ty->strides : p->ty->dims;
+            ExprList l = kind ? te->strides : te->dims;
             for (int a = 0; a < l.n; a++) {
                 Expr *e = l.v[a];
                 sb_printf(out, "%s %d %d ", kind ? "stride" : "dim", i, a);
