@@ -167,7 +167,7 @@ struct EmuLaunch {
     uint32_t seen[256];    /* reported (site, other site) pairs */
     int nseen;
     uint64_t grid_alive, grid_arrived;
-    uint64_t granges[2 * TL_EMU_MAX_TENSORS]; /* tl_emu_global_ranges */
+    uint64_t *granges;   /* tl_emu_global_ranges: 2 * TL_EMU_MAX_RANGES */
 };
 
 /* ---- a worker's switches between its scheduler and its fibers (emu_fiber.c) ---- */

@@ -688,6 +688,7 @@ static void eval(Sim *S, const TExpr *e, const bool *m, V *out)
         for (int t = 0; t < S->nt; t++)
             out[t].i = S->tensors[e->param].strides[e->axis];
         return;
+    case TX_LEN: fail(S, "tensor lists are not simulated (the emulator runs them)"); return;
     case TX_SPECIAL:
         for (int t = 0; t < S->nt; t++)
             out[t].i = special(S, e->special, t);

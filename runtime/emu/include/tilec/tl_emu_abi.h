@@ -76,13 +76,16 @@ void tl_emu_cp_async(void *dst, const void *src, uint32_t size, uint32_t src_siz
 void tl_emu_mma(uint32_t form, uint32_t *regs, uint32_t site);
 void tl_emu_ldmatrix(uint32_t mode, const void *row, uint32_t *out, uint32_t site);
 /* Global memory. The ranges of the launch's tensors (tl_emu_launch_config.ranges) as
- * TL_EMU_MAX_TENSORS pairs (base, size in bytes), indexed by a tensor parameter's index among the
- * kernel's tensor parameters, which a thread reads once for the inline check that the compiler
- * puts before each access through a tensor: size 0 where there is no range, size UINT64_MAX
- * (base 0) everywhere when the launch checks nothing. An access that fails the check calls
- * tl_emu_global_access, which stops the launch with a report unless the access lies in that
- * tensor's range (with `tensor` TL_EMU_NO_TENSOR: in any tensor's range). */
-#define TL_EMU_MAX_TENSORS 64
+ * TL_EMU_MAX_RANGES pairs (base, size in bytes), which a thread reads for the inline check that
+ * the compiler puts before each access through a tensor: size 0 where there is no range, size
+ * UINT64_MAX (base 0) everywhere when the launch checks nothing. The ranges follow the kernel's
+ * tensor and tensor-list parameters in order: one for a tensor, MAX + 1 for a tensor list taking
+ * at most MAX tensors (one per tensor, those past its length without memory, then one without
+ * memory for an index past MAX), so that an access through element i of a list is checked
+ * against that element (i read from where the kernel took the element's pointer). An access that
+ * fails the check calls tl_emu_global_access, which stops the launch with a report unless the
+ * access lies in the range `tensor` (with TL_EMU_NO_TENSOR: in any range). */
+#define TL_EMU_MAX_RANGES 4224
 const uint64_t *tl_emu_global_ranges(void);
 void tl_emu_global_access(const void *p, uint64_t size, uint32_t kind, uint32_t site, uint32_t tensor);
 
