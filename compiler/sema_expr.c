@@ -136,7 +136,7 @@ bool coerce(SemaCtx *s, Expr *e, Type *to, const char *what)
         }
         if (e->cv.kind == CV_INT || e->cv.kind == CV_FLOAT) {
             bool lossy;
-            if (dtype_is_int(dt) && !cv_fits(e->cv, dt)) {
+            if (!cv_fits(e->cv, dt)) {
                 StrBuf b = {0};
                 cv_print(&b, e->cv);
                 ERR(e->loc, "%s: constant %s does not fit in %s", what, b.data, dtype_name(dt));
@@ -772,7 +772,12 @@ static Type *check_unary(SemaCtx *s, Expr *e)
         break;
     default: break;
     }
-    e->cv = cv_unary(e->op, e->a->cv, t->kind == TY_SCALAR ? t->dt : DT_NONE);
+    const char *err;
+    e->cv = cv_unary(e->op, e->a->cv, t->kind == TY_SCALAR ? t->dt : DT_NONE, &err);
+    if (err) {
+        ERR(e->loc, "%s in a constant expression", err);
+        return ty_error();
+    }
     return t;
 }
 
@@ -1134,6 +1139,11 @@ static Type *check_tile_builtin(SemaCtx *s, Expr *e, BuiltinId b, const char *fn
             return ty_error();
         if (dst->kind == TY_TENSOR) {
             ERR(a0->loc, "'fill' works on shared, frag and local tiles; to fill global memory, fill a tile and copy it");
+            return ty_error();
+        }
+        if (dst->dt == DT_E2M1 && dst->scope == SC_SHARED) {
+            ERR(a0->loc, "'fill' stores element by element, and two e2m1 elements share a byte of shared memory; fill a frag "
+                "and copy it");
             return ty_error();
         }
         if (dst->dt != DT_NONE) {
@@ -1561,8 +1571,19 @@ static Type *check_int_call(SemaCtx *s, Expr *e, BuiltinId b, const char *fname)
             e->cv = cv_int((int64_t)u);
             return t;
         }
-        /* INT64_MIN / -1 traps: it wraps to INT64_MIN, as on the target */
+        /* untyped constants are exact (§4.1): a quotient or product beyond 64 bits is an error;
+         * typed ones wrap (INT64_MIN / -1 is INT64_MIN), as on the target */
+        bool untyped = t->kind == TY_UNTYPED_INT;
+        if (untyped && x == INT64_MIN && y == -1) {
+            ERR(e->loc, "integer overflow (beyond 64 bits) in a constant expression");
+            return ty_error();
+        }
         int64_t q = y == -1 ? wsub(0, x) : x / y, r = y == -1 ? 0 : x % y;
+        int64_t aligned;
+        if (b == BI_ALIGN && untyped && __builtin_mul_overflow(q + ((r != 0) && ((r > 0) == (y > 0))), y, &aligned)) {
+            ERR(e->loc, "integer overflow (beyond 64 bits) in a constant expression");
+            return ty_error();
+        }
         if (b == BI_CDIV)
             e->cv = cv_int(wadd(q, (r != 0) && ((r > 0) == (y > 0))));
         else if (b == BI_ALIGN)
@@ -2204,7 +2225,38 @@ bool expr_is_lvalue(SemaCtx *s, Expr *e, bool report)
     return false;
 }
 
+static Type *check_expr_here(SemaCtx *s, Expr *e, Type *expected);
+
+/* Every walk of the compiler recurses as deep as an expression nests, and a fn call inlines the
+ * fn's body at its place, so the nesting that counts is that of the expressions and statements
+ * being checked one inside the other, through the calls. */
+bool sema_enter_nesting(SemaCtx *s, Loc loc)
+{
+    if (s->nest_depth >= TL_MAX_CHECK_NESTING) {
+        if (!s->nest_over)
+            ERR(loc, "expressions and statements nest more than %d levels deep here, counting the bodies of the fns "
+                "called (each is inlined at its call); split the expression with 'let' or call fewer fns inside one "
+                "another", TL_MAX_CHECK_NESTING);
+        s->nest_over = true;
+        return false;
+    }
+    s->nest_depth++;
+    return true;
+}
+
 Type *check_expr(SemaCtx *s, Expr *e, Type *expected)
+{
+    if (!sema_enter_nesting(s, e->loc)) {
+        memset(&e->cv, 0, sizeof e->cv);
+        e->type = ty_error();
+        return e->type;
+    }
+    Type *t = check_expr_here(s, e, expected);
+    s->nest_depth--;
+    return t;
+}
+
+static Type *check_expr_here(SemaCtx *s, Expr *e, Type *expected)
 {
     Type *t = ty_error();
     memset(&e->cv, 0, sizeof e->cv);
@@ -2248,7 +2300,7 @@ Type *check_expr(SemaCtx *s, Expr *e, Type *expected)
     if (expected && expected->kind == TY_SCALAR && (t->kind == TY_UNTYPED_INT || t->kind == TY_UNTYPED_FLOAT)) {
         DType dt = expected->dt;
         if (!(t->kind == TY_UNTYPED_FLOAT && dtype_is_int(dt)) && dt != DT_BOOL && dtype_kind(dt) != DK_SCALE &&
-            !(e->cv.kind == CV_INT && dtype_is_int(dt) && !cv_fits(e->cv, dt)))
+            cv_fits(e->cv, dt))
             coerce(s, e, expected, "value");
     }
     return e->type;
