@@ -26,16 +26,20 @@ typedef struct ConstVal {
 } ConstVal;
 
 /* ---- syntactic types ---- */
-typedef enum { TE_NAMED, TE_PRIM, TE_TENSOR, TE_TUPLE } TypeExprKind;
+typedef enum { TE_NAMED, TE_PRIM, TE_TENSOR, TE_LIST, TE_TUPLE } TypeExprKind;
 struct TypeExpr {
     TypeExprKind kind;
     Loc loc;
     DType prim;          /* TE_PRIM */
     const char *name;    /* TE_NAMED: a `type` generic */
-    TypeExpr *elem;      /* TE_TENSOR element */
+    TypeExpr *elem;      /* TE_TENSOR element; TE_LIST: the tensor type of every element */
     ExprList dims;       /* TE_TENSOR shape */
     ExprList strides;    /* TE_TENSOR: explicit strides, n == 0 when omitted */
     bool optional;       /* TE_TENSOR followed by `?` */
+    Expr *len;           /* TE_LIST: the length (a new name binds it) */
+    Expr *cap;           /* TE_LIST: `max = N`, the most elements it takes, or NULL */
+    const char *cap_name;
+    Loc cap_loc;
     TypeExpr **elems;    /* TE_TUPLE */
     int nelems;
 };

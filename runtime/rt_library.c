@@ -593,10 +593,12 @@ tilec_status tilec_rt_kernel_param(const tilec_rt_kernel *k, int i, tilec_rt_par
                        k->sig->nparams - 1);
     const rt_param *p = &k->sig->params[i];
     out->name = p->name;
-    out->kind = p->kind == RT_P_TENSOR ? TILEC_RT_PARAM_TENSOR : TILEC_RT_PARAM_SCALAR;
+    out->kind = p->kind == RT_P_TENSOR ? TILEC_RT_PARAM_TENSOR : p->kind == RT_P_LIST ? TILEC_RT_PARAM_LIST
+                                                                                   : TILEC_RT_PARAM_SCALAR;
     out->dtype = (tilec_rt_dtype)p->dtype;
     out->rank = p->rank;
     out->align = p->align;
     out->flags = p->flags;
+    out->max_length = p->kind == RT_P_LIST ? p->max : 0;
     return TILEC_OK;
 }

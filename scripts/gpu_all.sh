@@ -29,7 +29,7 @@ python3 -c "import torch, tilec; print('torch', torch.__version__, 'tilec', tile
 run_tests() {
   local t0=$(date +%s)
   declare -A groups=(
-    [main]="tests/gpu/test_transpose.py tests/gpu/test_per_token_cast.py tests/gpu/test_math_exhaustive.py"
+    [main]="tests/gpu/test_transpose.py tests/gpu/test_per_token_cast.py tests/gpu/test_math_exhaustive.py tests/gpu/test_tensor_lists.py"
     [quant1]="tests/gpu/test_quant_per_token.py tests/gpu/test_quant_per_block.py"
     [quant2]="tests/gpu/test_quant_cast_back.py tests/gpu/test_quant_per_channel.py tests/gpu/test_quant_swiglu.py"
     [moe]="tests/gpu/test_moe_gate.py tests/gpu/test_moe_fused.py tests/gpu/test_moe_utils.py"
