@@ -1,7 +1,8 @@
 """The mHC ops on the GPU (spec moe-engram-mhc.md §3): expand_to_mhc, mhc_pre_apply_mix and
 mhc_post, forward and backward, at n1 = 8192 tokens (n0 = 1), m = 4, H = 7168 and 2560, and at
 decode sizes of 1 to 128 tokens (in µs); sinkhorn_normalize, mhc_pre_split_mixes and
-mhc_head_compute_mix at 8192 tokens. Each next to the PyTorch reference (tilec.torch.mhc; the
+mhc_head_compute_mix at 8192 tokens; mhc_pre_norm_fn (forward, and forward + backward),
+mhc_pre_big_fuse and mhc_multilayer_recompute (L = 10, P = 9) at the same sizes. Each next to the PyTorch reference (tilec.torch.mhc; the
 backward formulas of §3 written in torch below) and torch.compile of it, in the same run. Times as
 bench_gpu.py measures them (a spin kernel ahead of each start event, median of many calls, inputs
 rotated past the L2 cache); GB/s = bytes moved as the spec counts them (each input read once,
@@ -23,6 +24,7 @@ import torch  # noqa: E402
 from tilec.mhc.expand_kernel import _expand_bwd  # noqa: E402
 from tilec.mhc.pre_apply_mix_kernel import _apply_mix_bwd  # noqa: E402
 from tilec.modeling.mhc import ops as O  # noqa: E402
+from tilec.modeling.mhc.ops.multilayer_recompute import mhc_multilayer_recompute  # noqa: E402
 from tilec.testing import count_bytes  # noqa: E402
 from tilec.torch import mhc as R  # noqa: E402
 from bench_engram import compiled, warm_gpu  # noqa: E402
@@ -30,7 +32,7 @@ from bench_gpu import copy_ceiling, rotated, time_fn, write_results  # noqa: E40
 
 M = 4
 BOUND = {"expand_to_mhc", "expand_to_mhc bwd", "mhc_pre_apply_mix", "mhc_pre_apply_mix bwd", "mhc_post_fwd",
-         "mhc_post_bwd"}
+         "mhc_post_bwd", "mhc_pre_norm_fn", "mhc_pre_big_fuse", "mhc_multilayer_recompute"}
 
 
 def expand_bwd_ref(g):
@@ -128,6 +130,47 @@ def main():
             bench("mhc_post_bwd", T, H, make_post_bwd,
                   lambda *a: O.mhc_post_bwd(*a, fuse_grad_acc=False), post_bwd_ref, compiled(post_bwd_ref),
                   count_bytes(*s) + count_bytes(*s[:4]))
+
+            # the projection: the residual and fn read, the mixes written (the spec's count; the
+            # saved projection and sums of squares are 100 bytes a token more)
+            def make_norm():
+                return bf(1, T, M, H), f32(24, M * H) * 1e-4
+            s = make_norm()
+            bench("mhc_pre_norm_fn", T, H, make_norm, lambda r, f: O.mhc_pre_norm_fn(r, f, None, 1e-6),
+                  lambda r, f: R.mhc_pre_norm_fn_ref(r, f, None, 1e-6),
+                  compiled(lambda r, f: R.mhc_pre_norm_fn_ref(r, f, None, 1e-6)),
+                  count_bytes(*s) + count_bytes(f32(T, 24)))
+
+            def make_big():
+                return bf(1, T, M, H), f32(24, M * H) * 1e-4, f32(3), f32(24)
+            s = make_big()
+            big = lambda r, f, a, b: O.mhc_pre_big_fuse(r, f, a, b, 1e-6, 1e-6, 1e-6, 1.0, 10)  # noqa: E731
+
+            def big_ref(r, f, a, b):
+                mixes = R.mhc_pre_norm_fn_ref(r, f, None, 1e-6)
+                pre, post, comb = R.mhc_pre_split_mixes_ref(mixes, a, b, M, 1.0, 1e-6)
+                return post, R.sinkhorn_normalize_ref(comb, 10, 1e-6), R.mhc_pre_apply_mix_ref(r, pre)
+            bench("mhc_pre_big_fuse", T, H, make_big, big, big_ref, compiled(big_ref),
+                  count_bytes(*s) + count_bytes(f32(T, M), f32(T, M, M), bf(T, H)))
+
+            Lr, Pr = 10, 9
+
+            def make_rec():
+                return (bf(1, T, M, H), [f32(1, T, M, 1) for _ in range(Lr)], [bf(1, T, H) for _ in range(Pr)],
+                        [f32(1, T, M, 1) for _ in range(Pr)], [f32(1, T, M, M) for _ in range(Pr)],
+                        [bf(1, T, H) for _ in range(Lr)], [bf(1, T, M, H) for _ in range(Pr)])
+
+            def rec_ref(r, pre, outs, post, comb, lin, res):
+                for i in range(Lr):
+                    lin[i].copy_(R.mhc_pre_apply_mix_ref(r, pre[i]))
+                    if i < Pr:
+                        r = R.mhc_post_ref(outs[i], r, post[i], comb[i])
+                        res[i].copy_(r)
+            n = T
+            rec_bytes = (n * M * H * 2 + Lr * (n * M * 4 + n * H * 2)
+                         + Pr * (n * H * 2 + n * M * 4 + n * M * M * 4 + n * M * H * 2))
+            bench("mhc_multilayer_recompute", T, H, make_rec, mhc_multilayer_recompute, rec_ref, compiled(rec_ref),
+                  rec_bytes)
 
     T = 8192
     bench("sinkhorn_normalize", T, None, lambda: (f32(1, T, M, M),), O.sinkhorn_normalize, R.sinkhorn_normalize_ref,

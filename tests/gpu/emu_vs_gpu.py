@@ -427,6 +427,27 @@ def cases(rng, specials):
                 [fl(Tn, M), fl(Tn, M), T("f32", [Tn, M], absent=True), T("f32", [Tn, M], absent=True),
                  T("f32", [Tn, M * M], absent=True), fl(1), fl(M), T("f32", [Tn, M], out=True),
                  T("f32", [G, 1], out=True), T("f32", [G, M], out=True), S("f32", 1.0)]))
+    # mhc_pre_norm_fn's kernels and mhc_big_fuse (TF32 gemms), 37 tokens, K = 4 x 300, 3 splits
+    K, NS = M * H, 3
+    w = T("f32", [24, K], float_data(rng, 24 * K, "f32", specials, 0.01))
+    xk = bf(Tn, K)
+    out.append((kind, "mhc_norm_fn_fwd_mul", "kernels", "mhc_norm_fn_fwd_mul", ["BK=64"],
+                [xk, w, T("f32", [NS, Tn, 32], out=True), T("f32", [NS, Tn], out=True)]))
+    mp = T("f32", [NS, Tn, 32], float_data(rng, NS * Tn * 32, "f32", specials))
+    sp = T("f32", [NS, Tn], pack_f32([f32_bits(abs(rng.gauss(0, 30))) for _ in range(NS * Tn)]))  # sums of squares
+    out.append((kind, "mhc_norm_fn_fwd_norm", "kernels", "mhc_norm_fn_fwd_norm", [],
+                [mp, sp, T("f32", [Tn, 24], out=True), T("f32", [Tn], out=True), T("f32", [Tn, 24], out=True),
+                 S("f32", float(K)), S("f32", 1e-6)]))
+    sq = T("f32", [Tn], pack_f32([f32_bits(abs(rng.gauss(0, 30)) + 1.0) for _ in range(Tn)]))
+    out.append((kind, "mhc_norm_fn_bwd_norm", "kernels", "mhc_norm_fn_bwd_norm", [],
+                [fl(Tn, 24), fl(Tn, 24), sq, T("f32", [Tn, 32], out=True), T("f32", [Tn], out=True),
+                 S("f32", float(K)), S("f32", 1e-6)]))
+    out.append((kind, "mhc_norm_fn_bwd_mul", "kernels", "mhc_norm_fn_bwd_mul", [],
+                [fl(Tn, 32), fl(Tn), xk, w, bf(Tn, K), T("f32", [24, K], out=True)]))
+    out.append((kind, "mhc_big_fuse<M=4>", "kernels", "mhc_big_fuse", ["M=4", "BH=512"],
+                [mp, sp, fl(3), fl(24), bf(Tn, M, H), T("f32", [Tn, M], out=True), T("f32", [Tn, M, M], out=True),
+                 T("bf16", [Tn, H], out=True), S("f32", float(K)), S("f32", 1e-6), S("f32", 1e-6), S("f32", 1e-6),
+                 S("f32", 1.0), S("i32", 10)]))
     return out
 
 

@@ -2,8 +2,10 @@
 (n0 in {1, 2}, n1 in {1024, 4096}, m in {2, 4, 8}, H in {1280, 2560, 7168}), sinkhorn_normalize
 (n1 in {1, 1024, 4096}), mhc_pre_split_mixes and mhc_head_compute_mix (n1 in {1024, 4096}, SM
 counts 1, device - 20 and the device's), mhc_pre_apply_mix (H in {1280, 2560, 7680}) and
-mhc_post (n1 = 4096, H in {1280, 2560, 7168}), forward and backward against tilec.torch.mhc at
-the spec's tolerances, bit for bit where kernel and reference evaluate the same formula; token
+mhc_post (n1 = 4096, H in {1280, 2560, 7168}), mhc_pre_norm_fn (test_correctness and
+test_split_k_correctness), forward and backward against tilec.torch.mhc at the spec's tolerances;
+mhc_pre_big_fuse and mhc_multilayer_recompute bit for bit against the single ops at TileKernels'
+sizes; bit for bit where kernel and reference evaluate the same formula; token
 counts 0 and 1 and ragged ones; the residual-gradient protocol. Outputs are poisoned first, so
 elements the kernels leave unwritten show. Tests named *small* are the compute-sanitizer subset
 of scripts/gpu_mhc.sh."""
@@ -175,3 +177,99 @@ def test_ops_small():
     ((y.float() ** 2).mean() + h.sum()).backward()
     torch.cuda.synchronize()
     assert all(t.grad is not None for t in (x, z, scale, base, hz))
+
+
+@pytest.mark.parametrize("n1", [4096, 8192])
+@pytest.mark.parametrize("H", [1280, 2560, 7168])
+@pytest.mark.parametrize("normw", [False, True])
+def test_norm_fn(n1, H, normw):
+    """TileKernels' test_correctness: out atol = rtol = 1e-3, the residual's gradient (read from the
+    buffer) bf16 defaults, fn's atol 3e-2, rtol 1e-3; the reference with TF32 matmuls allowed."""
+    from tilec.modeling.mhc import ops as ops
+    m = 4
+    stream = (1 + 0.01 * torch.arange(m, device="cuda")).view(m, 1)
+    res = (cuda(1, n1, m, H) * stream).bfloat16()
+    fn = cuda(24, m * H) * 1e-4 * (1 + 0.01 * torch.arange(m, device="cuda").repeat_interleave(H))
+    w = cuda(m * H) * 0.1 + 1 if normw else None
+    go = cuda(1, n1, 24)
+    ra, fa = res.clone().requires_grad_(), fn.clone().requires_grad_()
+    out = ops.mhc_pre_norm_fn(ra, fa, w, 1e-6)
+    buf = torch.zeros_like(res)
+    ra.untyped_storage().grad_from_mhc_post = buf
+    out.backward(go)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        rb, fb = res.clone().requires_grad_(), fn.clone().requires_grad_()
+        want = R.mhc_pre_norm_fn_ref(rb, fb, w, 1e-6)
+        want.backward(go)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
+    torch.testing.assert_close(out, want, atol=1e-3, rtol=1e-3)
+    torch.testing.assert_close(buf, rb.grad)
+    torch.testing.assert_close(fa.grad, fb.grad, atol=3e-2, rtol=1e-3)
+
+
+@pytest.mark.parametrize("n1", [13, 48, 512])
+@pytest.mark.parametrize("H", [1280, 2560, 4096, 7168])
+def test_norm_fn_split_k(n1, H):
+    res = cuda(1, n1, 4, H, dtype=torch.bfloat16)
+    fn = cuda(24, 4 * H) * 1e-4
+    out = O.mhc_pre_norm_fn(res, fn, None, 1e-6, n_splits=16)
+    torch.testing.assert_close(out, R.mhc_pre_norm_fn_ref(res, fn, None, 1e-6), atol=1e-3, rtol=1e-3)
+
+
+@pytest.mark.parametrize("n1", [512, 1024, 2048, 8192])
+@pytest.mark.parametrize("H", [1280, 2560, 4096])
+def test_big_fuse(n1, H):
+    """TileKernels' test: torch.equal with the composition of the four ops."""
+    res = cuda(1, n1, 4, H, dtype=torch.bfloat16)
+    fn, scale, base = cuda(24, 4 * H) * 1e-2, cuda(3) * 0.1, cuda(24) * 0.1
+    got = O.mhc_pre_big_fuse(res, fn, scale, base, 1e-6, 1e-6, 1e-6, 1.0, 10, 16)
+    mixes = O.mhc_pre_norm_fn(res, fn, None, 1e-6, fuse_grad_acc=False, n_splits=16)
+    pre, post, comb = O.mhc_pre_split_mixes(mixes, scale, base, 4, 1.0, 1e-6)
+    comb = O.sinkhorn_normalize(comb, 10, 1e-6)
+    for a, b in zip(got, (post, comb, O.mhc_pre_apply_mix(res, pre))):
+        assert_equal(a, b.detach())
+
+
+@pytest.mark.parametrize("L, P, H", [(1, 1, 2560), (3, 2, 2560), (3, 3, 2560), (10, 9, 2560), (10, 10, 2560),
+                                     (10, 9, 4096), (10, 10, 4096), (10, 9, 7168), (10, 10, 7168), (10, 9, 8192),
+                                     (10, 10, 8192)])
+def test_multilayer_recompute(L, P, H):
+    """TileKernels' test: torch.equal for every layer input and residual against the ops in turn."""
+    from tilec.modeling.mhc.ops.multilayer_recompute import mhc_multilayer_recompute
+    n, m = 8192, 4
+    r0 = cuda(1, n, m, H, dtype=torch.bfloat16)
+    pre = [cuda(1, n, m, 1) for _ in range(L)]
+    outs = [cuda(1, n, H, dtype=torch.bfloat16) for _ in range(P)]
+    post = [cuda(1, n, m, 1) for _ in range(P)]
+    comb = [cuda(1, n, m, m) for _ in range(P)]
+    lin = [torch.empty((1, n, H), dtype=torch.bfloat16, device="cuda") for _ in range(L)]
+    res = [torch.empty((1, n, m, H), dtype=torch.bfloat16, device="cuda") for _ in range(P)]
+    mhc_multilayer_recompute(r0, pre, outs, post, comb, lin, res)
+    r = r0
+    for i in range(L):
+        assert_equal(lin[i], O.mhc_pre_apply_mix(r, pre[i]))
+        if i < P:
+            r = O.mhc_post_fwd(outs[i], r, post[i], comb[i])
+            assert_equal(res[i], r)
+
+
+def test_layer_small():
+    """mhc_pre (both paths), mhc_post and mhc_head once at a small ragged size, for compute-sanitizer."""
+    from tilec.modeling import mhc as MHC
+    from tilec.modeling.mhc.ops.multilayer_recompute import mhc_multilayer_recompute
+    emb = cuda(1, 37, 300, dtype=torch.bfloat16).requires_grad_()
+    fn = (cuda(24, 1200) * 1e-2).requires_grad_()
+    scale, base = cuda(3).requires_grad_(), cuda(24).requires_grad_()
+    r = MHC.expand_from_embedding(emb, 4)
+    li, (post, comb) = MHC.mhc_pre(r, fn, scale, base, n_splits=5)
+    r2 = O.mhc_post(torch.tanh(li.float()).bfloat16(), r, post, comb)
+    x = MHC.mhc_head(r2, (cuda(4, 1200) * 1e-2).requires_grad_(), cuda(1), cuda(4))
+    x.float().square().mean().backward()
+    with torch.no_grad():
+        li2, _ = MHC.mhc_pre(r, fn, scale, base, n_splits=5)
+    assert_equal(li.detach(), li2)
+    lin, res = [torch.empty_like(li2) for _ in range(2)], [torch.empty_like(r2)]
+    mhc_multilayer_recompute(r.detach(), [cuda(1, 37, 4, 1)] * 2, [li2], [post.detach()], [comb.detach()], lin, res)
+    torch.cuda.synchronize()

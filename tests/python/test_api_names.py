@@ -12,9 +12,7 @@ The data below was read from TileKernels' sources with Python's ast module: a mo
 the functions, classes and assignments it defines that do not start with an underscore, and for
 a package the names its __init__ imports. The engram, mhc and modeling modules are checked like
 the others (tile_kernels.mhc exports nothing; of its kernel modules, the plain functions
-round_to_tf32, mhc_post_fwd and mhc_post_bwd); the mHC ops that wait for the TF32 gemm
-(mhc_pre_norm_fn, mhc_pre_big_fuse, mhc_multilayer_recompute, and mhc_pre and mhc_head over them)
-are listed as not there yet."""
+round_to_tf32, mhc_post_fwd, mhc_post_bwd and mhc_multilayer_recompute)."""
 import dataclasses
 import importlib
 import inspect
@@ -48,6 +46,7 @@ TK_NAMES = {
     "engram.engram_grad_w_reduce_kernel": {"get_engram_grad_w_reduce_kernel": F, "grad_w_reduce": F},
     "engram.engram_hash_kernel": {"get_engram_hash_kernel": F, "engram_hash": F},
     "mhc": {},
+    "mhc.multilayer_recompute_kernel": {"mhc_multilayer_recompute": F},
     "mhc.norm_fn_kernel": {"round_to_tf32": F},
     "mhc.post_kernel": {"mhc_post_fwd": F, "mhc_post_bwd": F},
     "modeling": {"engram": M, "mhc": M},
@@ -61,6 +60,8 @@ TK_NAMES = {
     },
     "modeling.mhc.ops.expand": {"ExpandToMHCFn": C, "expand_to_mhc": F},
     "modeling.mhc.ops.head_compute_mix": {"mhc_head_compute_mix": F},
+    "modeling.mhc.ops.norm_fn": {"MHCPreNormFn": C, "mhc_pre_norm_fn": F},
+    "modeling.mhc.ops.pre_big_fuse": {"mhc_pre_big_fuse": F},
     "modeling.mhc.ops.post": {"mhc_post": F},
     "modeling.mhc.ops.pre_apply_mix": {"MHCPreApplyMix": C, "mhc_pre_apply_mix": F},
     "modeling.mhc.ops.pre_split_mixes": {"MHCPreSplitMixes": C, "mhc_pre_split_mixes": F},
@@ -199,12 +200,15 @@ TK_REEXPORTS = {
         "engram_gate": ("engram_gate", "EngramGateFn"),
     },
     "modeling.mhc": {
-        "functional": ("expand_from_embedding",),
+        "functional": ("expand_from_embedding", "mhc_pre", "mhc_head"),
     },
     "modeling.mhc.ops": {
         "expand": ("expand_to_mhc",),
         "head_compute_mix": ("mhc_head_compute_mix",),
+        "multilayer_recompute": ("mhc_multilayer_recompute",),
+        "norm_fn": ("mhc_pre_norm_fn",),
         "post": ("mhc_post", "mhc_post_fwd", "mhc_post_bwd"),
+        "pre_big_fuse": ("mhc_pre_big_fuse",),
         "pre_apply_mix": ("mhc_pre_apply_mix",),
         "pre_split_mixes": ("mhc_pre_split_mixes",),
         "sinkhorn": ("sinkhorn_normalize",),
@@ -284,6 +288,12 @@ TK_SIGNATURES = {
     "engram.engram_hash_kernel": {
         "engram_hash": ("ngram_token_ids", "multipliers", "vocab_sizes", "offsets"),
     },
+    "mhc.multilayer_recompute_kernel": {
+        "mhc_multilayer_recompute": (
+            "initial_residual", "pre_mix_list", "layer_output_list", "post_mix_list", "comb_mix_list",
+            "layer_input_list", "residual_list",
+        ),
+    },
     "mhc.norm_fn_kernel": {
         "round_to_tf32": ("x",),
     },
@@ -293,6 +303,14 @@ TK_SIGNATURES = {
     },
     "modeling.mhc.functional": {
         "expand_from_embedding": ("x", "mhc_mult=4"),
+        "mhc_pre": (
+            "residual", "fn", "scale", "base", "*", "norm_weight=None", "norm_eps=1e-6", "mhc_mult=4",
+            "post_mult_value=1.0", "pre_eps=1e-6", "sinkhorn_eps=1e-6", "sinkhorn_repeat=10", "n_splits=16",
+        ),
+        "mhc_head": (
+            "residual", "fn", "scale", "base", "*", "norm_weight=None", "norm_eps=1e-6", "mhc_mult=4", "pre_eps=1e-6",
+            "n_splits=16",
+        ),
     },
     "modeling.mhc.ops.expand": {
         "expand_to_mhc": ("hidden", "mhc_mult", "out=None"),
@@ -300,8 +318,17 @@ TK_SIGNATURES = {
     "modeling.mhc.ops.head_compute_mix": {
         "mhc_head_compute_mix": ("input_mix", "mhc_scale", "mhc_base", "mhc_pre_eps"),
     },
+    "modeling.mhc.ops.norm_fn": {
+        "mhc_pre_norm_fn": ("residual", "mhc_fn", "mhc_norm_weight", "mhc_norm_eps", "fuse_grad_acc=True", "n_splits=16"),
+    },
     "modeling.mhc.ops.post": {
         "mhc_post": ("x", "residual", "post_layer_mix", "comb_res_mix", "out=None"),
+    },
+    "modeling.mhc.ops.pre_big_fuse": {
+        "mhc_pre_big_fuse": (
+            "residual", "fn", "mhc_scale", "mhc_base", "rms_eps", "mhc_pre_eps", "mhc_sinkhorn_eps",
+            "mhc_post_mult_value", "sinkhorn_repeat", "n_splits=16",
+        ),
     },
     "modeling.mhc.ops.pre_apply_mix": {
         "mhc_pre_apply_mix": ("x", "mix", "out=None"),
@@ -550,9 +577,6 @@ EXCLUDED = {
     "engram.engram_gate_kernel": {"get_engram_gate_fwd_kernel": _FACTORY, "get_engram_gate_bwd_kernel": _FACTORY},
     "engram.engram_grad_w_reduce_kernel": {"get_engram_grad_w_reduce_kernel": _FACTORY},
     "engram.engram_hash_kernel": {"get_engram_hash_kernel": _FACTORY},
-    "modeling.mhc": {"mhc_head": _NOT_YET, "mhc_pre": _NOT_YET},
-    "modeling.mhc.functional": {"mhc_head": _NOT_YET, "mhc_pre": _NOT_YET},
-    "modeling.mhc.ops": {"mhc_multilayer_recompute": _NOT_YET, "mhc_pre_norm_fn": _NOT_YET, "mhc_pre_big_fuse": _NOT_YET},
     "moe.aux_fi_kernel": {"get_aux_fi_kernel": _FACTORY},
     "moe.common": {"get_topk_group_idx": _MACRO},
     "moe.expand_to_fused_kernel": {"get_expand_to_fused_kernel": _FACTORY},
@@ -691,12 +715,22 @@ TILEC_KEYWORD_EXTRAS = {"invalid_count"}
 def test_signature(module, name):
     fn = getattr(tilec_module(module), name)
     params = list(inspect.signature(fn).parameters.values())
+    tk = TK_SIGNATURES[module][name]
+    if "*" in tk:   # TileKernels' keyword-only parameters, in order, after its positional ones
+        star = tk.index("*")
+        kw = [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        want_kw = parse_params(tk[star + 1:])
+        assert [p.name for p in kw] == [w[0] for w in want_kw], f"tilec.{module}.{name}{inspect.signature(fn)}"
+        for p, (pname, _, default) in zip(kw, want_kw):
+            assert same_value(p.default, default), f"tilec.{module}.{name}: {pname}={p.default!r}, TileKernels' {default!r}"
+        params = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+        tk = tk[:star]
     got = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
     # tilec's additions come after TileKernels' parameters, keyword-only, defaulting to None
     for p in params[len(got):]:
         assert p.kind is inspect.Parameter.KEYWORD_ONLY and p.name in TILEC_KEYWORD_EXTRAS and p.default is None, \
             f"tilec.{module}.{name}: {p.name}"
-    want = parse_params(TK_SIGNATURES[module][name])
+    want = parse_params(tk)
     assert [p.name for p in got] == [w[0] for w in want], f"tilec.{module}.{name}{inspect.signature(fn)}"
     for p, (pname, has_default, default) in zip(got, want):
         assert p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD, (pname, p.kind)
@@ -726,6 +760,10 @@ def test_cast_configs():
 
 # the autograd Functions' static methods: (module, class) -> {method: parameters}
 TK_METHODS = {
+    ("modeling.mhc.ops.norm_fn", "MHCPreNormFn"): {
+        "forward": ("ctx", "x", "fn", "norm_eps", "fuse_grad_acc", "n_splits"),
+        "backward": ("ctx", "out_grad"),
+    },
     ("modeling.engram.engram_gate", "EngramGateFn"): {
         "forward": ("ctx", "hidden_states", "k", "v", "weight_hidden", "weight_embed", "clamp_value", "eps"),
         "backward": ("ctx", "grad_output"),

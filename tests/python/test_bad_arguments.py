@@ -116,6 +116,20 @@ def _valid_calls():
         (MO.mhc_post_bwd, dict(x=bf(2, 3, 256), residual=bf(2, 3, 4, 256), post_layer_mix=f32(2, 3, 4, 1),
                                comb_res_mix=f32(2, 3, 4, 4), d_o=bf(2, 3, 4, 256), fuse_grad_acc=False)),
         (NFK.round_to_tf32, dict(x=f32(4, 8))),
+        (MO.mhc_pre_norm_fn, dict(residual=bf(2, 3, 4, 64), mhc_fn=f32(24, 256) * 1e-2, mhc_norm_weight=f32(256),
+                                  mhc_norm_eps=1e-6, fuse_grad_acc=False, n_splits=4)),
+        (MO.mhc_pre_big_fuse, dict(residual=bf(2, 3, 4, 64), fn=f32(24, 256) * 1e-2, mhc_scale=f32(3),
+                                   mhc_base=f32(24), rms_eps=1e-6, mhc_pre_eps=1e-6, mhc_sinkhorn_eps=1e-6,
+                                   mhc_post_mult_value=1.0, sinkhorn_repeat=10, n_splits=4)),
+        (MO.mhc_multilayer_recompute, dict(initial_residual=bf(2, 3, 4, 64), pre_mix_list=[f32(2, 3, 4, 1)] * 2,
+                                           layer_output_list=[bf(2, 3, 64)], post_mix_list=[f32(2, 3, 4, 1)],
+                                           comb_mix_list=[f32(2, 3, 4, 4)], layer_input_list=[bf(2, 3, 64)] * 2,
+                                           residual_list=[bf(2, 3, 4, 64)])),
+        (MHC.mhc_pre, dict(residual=bf(2, 3, 4, 64), fn=f32(24, 256) * 1e-2, scale=f32(3), base=f32(24),
+                           norm_weight=f32(256), norm_eps=1e-6, mhc_mult=4, post_mult_value=1.0, pre_eps=1e-6,
+                           sinkhorn_eps=1e-6, sinkhorn_repeat=10, n_splits=4)),
+        (MHC.mhc_head, dict(residual=bf(2, 3, 4, 64), fn=f32(4, 256) * 1e-2, scale=f32(1), base=f32(4),
+                            norm_weight=f32(256), norm_eps=1e-6, mhc_mult=4, pre_eps=1e-6, n_splits=4)),
     ]
 
 
@@ -145,6 +159,8 @@ def hostile_values(v):
         return [(1.5, 2), (True, 32), "ab", (32,), None]
     if isinstance(v, tuple):   # a (data, sf) pair
         return [(v[0],), [v[0].tolist(), v[1]], (v[0], 2.0)]
+    if isinstance(v, list):    # a list of tensors
+        return [None, 3, v[0], [t.tolist() for t in v]]
     if isinstance(v, torch.dtype):
         return ["float32", 3]
     raise AssertionError(type(v))

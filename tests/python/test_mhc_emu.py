@@ -4,11 +4,17 @@ the CPU (n0 in {1, 2}, n1 small, including 1 and counts that are not multiples o
 hidden size of the grid), forward and backward, within the spec's tolerances; bit for bit where
 the kernel and the reference evaluate the same normative formula in the same order
 (expand_to_mhc, mhc_pre_apply_mix's and mhc_post's forwards, split_mixes' comb); the
-residual-gradient protocol (grad_from_mhc_post) alone and through a small training step.
+residual-gradient protocol (grad_from_mhc_post) alone and through small training steps (with the
+single ops, and with mhc_pre); mhc_pre_norm_fn (TF32 gemms on the emulator) with and without norm
+weight, main_grad and split-K; the two bit-identity requirements of spec §3: mhc_pre_big_fuse
+against norm_fn -> split_mixes -> sinkhorn -> apply_mix, mhc_multilayer_recompute against
+apply_mix / post at every (L, P, H) of TileKernels' test; mhc_pre's two paths; mhc_head; a second
+backward over one graph; every argument rule.
 
 TILEC_BUILD_PYTHON: the package to test (default build/python)."""
 import os
 import sys
+import zlib
 
 import pytest
 
@@ -18,6 +24,7 @@ _root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(_root, "build", "python")))
 
 import tilec  # noqa: E402
+from tilec.modeling import mhc as MHC  # noqa: E402
 from tilec.modeling.mhc import ops as O  # noqa: E402
 from tilec.modeling.mhc.ops import post as post_mod  # noqa: E402
 from tilec.mhc import norm_fn_kernel  # noqa: E402
@@ -31,7 +38,8 @@ HIDDEN = (1280, 2560, 7168)  # TileKernels' grid of expand and post
 
 
 def gen(*key):
-    return torch.Generator().manual_seed(hash(key) % (2 ** 31))
+    """A generator seeded from the test's key, the same in every run (hash() of a str is not)."""
+    return torch.Generator().manual_seed(zlib.crc32(repr(key).encode()))
 
 
 def randn(g, *shape, dtype=torch.float32):
@@ -436,3 +444,207 @@ def test_apply_mix_bad_gradient_buffer():
     xa.untyped_storage().grad_from_mhc_post = torch.zeros(x.shape)      # f32: not the protocol's buffer
     with pytest.raises(ValueError, match="^mhc_pre_apply_mix: the grad_from_mhc_post buffer"):
         out.backward(og)
+
+
+# ---- mhc_pre_norm_fn (§3.7) --------------------------------------------------------------------------------
+
+def _norm_case(n0, n1, H, m=4, normw=False, seed=0):
+    g = gen("norm", n0, n1, H, normw, seed)
+    stream = (1 + 0.01 * torch.arange(m, dtype=torch.float32)).view(m, 1)
+    res = (randn(g, n0, n1, m, H) * stream).bfloat16()
+    fn = randn(g, m * (m + 2), m * H) * 1e-4 * (1 + 0.01 * torch.arange(m).repeat_interleave(H))
+    w = randn(g, m * H) * 0.1 + 1 if normw else None
+    go = randn(g, n0, n1, m * (m + 2))
+    return res, fn, w, go
+
+
+@pytest.mark.parametrize("n1", (1, 37, 100))
+@pytest.mark.parametrize("H", (1280, 2560))
+@pytest.mark.parametrize("normw", (False, True))
+def test_norm_fn(n1, H, normw):
+    res, fn, w, go = _norm_case(1, n1, H, normw=normw)
+    ra, fa = res.clone().requires_grad_(), fn.clone().requires_grad_()
+    wa = w.clone().requires_grad_() if normw else None
+    out = O.mhc_pre_norm_fn(ra, fa, wa, 1e-6)
+    buf = torch.zeros_like(res)
+    ra.untyped_storage().grad_from_mhc_post = buf            # TileKernels' test protocol
+    out.backward(go)
+    assert ra.grad is None and not hasattr(ra.untyped_storage(), "grad_from_mhc_post")
+    rb, fb = res.clone().requires_grad_(), fn.clone().requires_grad_()
+    wb = w.clone().requires_grad_() if normw else None
+    want = R.mhc_pre_norm_fn_ref(rb, fb, wb, 1e-6)
+    want.backward(go)
+    torch.testing.assert_close(out, want, atol=1e-3, rtol=1e-3)
+    torch.testing.assert_close(buf, rb.grad)
+    torch.testing.assert_close(fa.grad, fb.grad, atol=3e-2, rtol=1e-3)
+    if normw:
+        torch.testing.assert_close(wa.grad, wb.grad, atol=3e-2, rtol=1e-3)
+
+
+@pytest.mark.parametrize("n1", (13, 48))
+@pytest.mark.parametrize("H", (1280, 4096))
+@pytest.mark.parametrize("n_splits", (1, 3, 16))
+def test_norm_fn_split_k(n1, H, n_splits):
+    res, fn, _, _ = _norm_case(1, n1, H)
+    out = O.mhc_pre_norm_fn(res, fn, None, 1e-6, n_splits=n_splits)
+    torch.testing.assert_close(out, R.mhc_pre_norm_fn_ref(res, fn, None, 1e-6), atol=1e-3, rtol=1e-3)
+
+
+def test_norm_fn_main_grad_and_plain_buffer():
+    res, fn, w, go = _norm_case(1, 9, 256, normw=True)
+    fa, wa = fn.clone().requires_grad_(), w.clone().requires_grad_()
+    fa.main_grad, wa.main_grad = torch.ones_like(fn), torch.ones_like(w)
+    ra = res.clone().requires_grad_()
+    O.mhc_pre_norm_fn(ra, fa, wa, 1e-6).backward(go)           # no buffer on the storage: an ordinary gradient
+    assert ra.grad is not None and fa.grad is None and wa.grad is None
+    fb, wb, rb = fn.clone().requires_grad_(), w.clone().requires_grad_(), res.clone().requires_grad_()
+    R.mhc_pre_norm_fn_ref(rb, fb, wb, 1e-6).backward(go)
+    torch.testing.assert_close(ra.grad, rb.grad)
+    torch.testing.assert_close(fa.main_grad - 1, fb.grad, atol=3e-2, rtol=1e-3)
+    torch.testing.assert_close(wa.main_grad - 1, wb.grad, atol=3e-2, rtol=1e-3)
+
+
+# ---- mhc_pre_big_fuse (§3.8): bit for bit the composition --------------------------------------------------
+
+@pytest.mark.parametrize("n1", (1, 37, 100))
+@pytest.mark.parametrize("H", (1280, 2560, 4096))
+@pytest.mark.parametrize("n_splits", (1, 16))
+def test_big_fuse(n1, H, n_splits):
+    g = gen("big", n1, H, n_splits)
+    m = 4
+    res = randn(g, 1, n1, m, H, dtype=torch.bfloat16)
+    fn = randn(g, 24, m * H) * 1e-2
+    scale, base = randn(g, 3) * 0.1, randn(g, 24) * 0.1
+    got = O.mhc_pre_big_fuse(res, fn, scale, base, 1e-6, 1e-6, 1e-6, 1.0, 10, n_splits)
+    mixes = O.mhc_pre_norm_fn(res, fn, None, 1e-6, fuse_grad_acc=False, n_splits=n_splits)
+    pre, post, comb = O.mhc_pre_split_mixes(mixes, scale, base, m, 1.0, 1e-6)
+    comb = O.sinkhorn_normalize(comb, 10, 1e-6)
+    li = O.mhc_pre_apply_mix(res, pre)
+    for a, b in zip(got, (post, comb, li)):
+        assert_equal(a, b.detach())
+
+
+def test_mhc_pre_paths_agree():
+    """mhc_pre without gradients (big_fuse, norm_weight merged) gives the bits of the autograd path."""
+    g = gen("pre_paths")
+    res = randn(g, 2, 19, 4, 512, dtype=torch.bfloat16)
+    fn, w = randn(g, 24, 2048) * 1e-2, randn(g, 2048) * 0.1 + 1
+    scale, base = randn(g, 3) * 0.1, randn(g, 24) * 0.1
+    for nw in (None, w):
+        li, (post, comb) = MHC.mhc_pre(res, fn, scale, base, norm_weight=nw, post_mult_value=2.0)
+        with torch.no_grad():
+            li2, (post2, comb2) = MHC.mhc_pre(res, fn, scale, base, norm_weight=nw, post_mult_value=2.0)
+        for a, b in ((li, li2), (post, post2), (comb, comb2)):
+            assert_equal(a.detach(), b)
+
+
+# ---- the functional layer in a training step, and mhc_head -------------------------------------------------
+
+def _ref_pre(residual, fn, scale, base, norm_weight=None):
+    mixes = R.mhc_pre_norm_fn_ref(residual, fn, norm_weight, 1e-6)
+    pre, post, comb = R.mhc_pre_split_mixes_ref(mixes, scale, base, 4, 1.0, 1e-6)
+    comb = R.sinkhorn_normalize_ref(comb, 10, 1e-6)
+    return R.mhc_pre_apply_mix_ref(residual, pre), (post, comb)
+
+
+@pytest.mark.parametrize("L", [1, 2])
+def test_layer_training_step(L):
+    g = gen("layer", L)
+    S, T, H, m = 1, 21, 256, 4
+    emb = randn(g, S, T, H, dtype=torch.bfloat16)
+    fns = [randn(g, 24, m * H) * 1e-2 for _ in range(L)]
+    scales = [randn(g, 3) * 0.1 + 1 for _ in range(L)]
+    bases = [randn(g, 24) * 0.1 for _ in range(L)]
+    ws = [randn(g, H, H) / H ** 0.5 for _ in range(L)]
+    grads = []
+    for kernels in (True, False):
+        leaves = [emb.clone().requires_grad_()] + [t.clone().requires_grad_() for t in fns + scales + bases + ws]
+        r = (MHC.expand_from_embedding if kernels else R.expand_to_mhc_ref)(leaves[0], m)
+        for i in range(L):
+            f, sc, b, w = leaves[1 + i], leaves[1 + L + i], leaves[1 + 2 * L + i], leaves[1 + 3 * L + i]
+            li, (post, comb) = MHC.mhc_pre(r, f, sc, b) if kernels else _ref_pre(r, f, sc, b)
+            y = torch.tanh(li.float() @ w).bfloat16()
+            r = (O.mhc_post if kernels else R.mhc_post_ref)(y, r, post, comb)
+        (r.float() ** 2).mean().backward()
+        grads.append([t.grad for t in leaves])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a.float(), b.float(), rtol=5e-2, atol=5e-3)
+
+
+def test_second_backward():
+    """A second backward over the same graph (retain_graph) works: mhc_post's backward leaves
+    the buffer again and norm_fn's takes it; the leaves' gradients double."""
+    g = gen("twice")
+    emb = randn(g, 1, 7, 128, dtype=torch.bfloat16).requires_grad_()
+    fn = (randn(g, 24, 512) * 1e-2).requires_grad_()
+    scale, base = (randn(g, 3) * 0.1 + 1).requires_grad_(), (randn(g, 24) * 0.1).requires_grad_()
+    r = MHC.expand_from_embedding(emb, 4)
+    li, (post, comb) = MHC.mhc_pre(r, fn, scale, base)
+    loss = (O.mhc_post(li, r, post, comb).float() ** 2).mean()
+    loss.backward(retain_graph=True)
+    first = [t.grad.clone() for t in (emb, fn, scale, base)]
+    loss.backward()
+    for t, f in zip((emb, fn, scale, base), first):
+        torch.testing.assert_close(t.grad, 2 * f, rtol=1e-2, atol=1e-6)
+
+
+def test_mhc_head():
+    g = gen("head_layer")
+    res = randn(g, 2, 9, 4, 256, dtype=torch.bfloat16)
+    fn, scale, base = randn(g, 4, 1024) * 1e-2, randn(g, 1), randn(g, 4)
+    go = randn(g, 2, 9, 256, dtype=torch.bfloat16)
+    a = [t.clone().requires_grad_() for t in (res, fn, scale, base)]
+    out = MHC.mhc_head(*a, pre_eps=1e-2)
+    out.backward(go)
+    b = [t.clone().requires_grad_() for t in (res, fn, scale, base)]
+    fpad = torch.nn.functional.pad(b[1], (0, 0, 0, 20))
+    mix = R.mhc_head_compute_mix_ref(R.mhc_pre_norm_fn_ref(b[0], fpad, None, 1e-6)[..., :4], b[2], b[3], 1e-2)
+    want = R.mhc_pre_apply_mix_ref(b[0], mix.unsqueeze(-1))
+    want.backward(go)
+    torch.testing.assert_close(out, want, atol=1e-2, rtol=1e-3)
+    for x, y in zip(a, b):
+        torch.testing.assert_close(x.grad.float(), y.grad.float(), atol=3e-2, rtol=2e-2)
+
+
+# ---- mhc_multilayer_recompute (§3.9): bit for bit the ops in sequence ----------------------------------------
+
+@pytest.mark.parametrize("L, P, H", [(1, 1, 2560), (3, 2, 2560), (3, 3, 2560), (10, 9, 2560), (10, 10, 2560),
+                                     (10, 9, 4096), (10, 10, 4096), (10, 9, 7168), (10, 10, 7168), (10, 9, 8192),
+                                     (10, 10, 8192), (1, 0, 300)])
+def test_multilayer_recompute(L, P, H):
+    from tilec.modeling.mhc.ops import multilayer_recompute as MR
+    g = gen("recompute", L, P, H)
+    n, m = 5, 4
+    r0 = randn(g, 1, n, m, H, dtype=torch.bfloat16)
+    pre = [randn(g, 1, n, m, 1) for _ in range(L)]
+    outs = [randn(g, 1, n, H, dtype=torch.bfloat16) for _ in range(P)]
+    post = [randn(g, 1, n, m, 1) for _ in range(P)]
+    comb = [randn(g, 1, n, m, m) for _ in range(P)]
+    lin = [torch.full((1, n, H), 7.0, dtype=torch.bfloat16) for _ in range(L)]
+    res = [torch.full((1, n, m, H), 7.0, dtype=torch.bfloat16) for _ in range(P)]
+    assert MR.mhc_multilayer_recompute(r0, pre, outs, post, comb, lin, res) is None
+    r = r0
+    for i in range(L):
+        assert_equal(lin[i], O.mhc_pre_apply_mix(r, pre[i]))
+        if i < P:
+            r = O.mhc_post_fwd(outs[i], r, post[i], comb[i])
+            assert_equal(res[i], r)
+
+
+def test_multilayer_recompute_bad_lists():
+    from tilec.modeling.mhc.ops.multilayer_recompute import mhc_multilayer_recompute as mr
+    r0 = _bf(1, 3, 4, 64)
+    pre, out, post, comb = [_f(1, 3, 4, 1)] * 2, [_bf(1, 3, 64)], [_f(1, 3, 4, 1)], [_f(1, 3, 4, 4)]
+    lin, res = [_bf(1, 3, 64)] * 2, [_bf(1, 3, 4, 64)]
+    with pytest.raises(ValueError, match="^mhc_multilayer_recompute: pre_mix_list must not be empty"):
+        mr(r0, [], [], [], [], [], [])
+    with pytest.raises(ValueError, match="^mhc_multilayer_recompute: layer_output_list must have len"):
+        mr(r0, pre, [], [], [], lin, [])
+    with pytest.raises(ValueError, match=r"^mhc_multilayer_recompute: comb_mix_list must have len\(layer_output_list\)"):
+        mr(r0, pre, out, post, [], lin, res)
+    with pytest.raises(ValueError, match=r"^mhc_multilayer_recompute: post_mix_list\[0\] must have shape"):
+        mr(r0, pre, out, [_f(1, 3, 4)], comb, lin, res)
+    with pytest.raises(ValueError, match=r"^mhc_multilayer_recompute: layer_input_list\[1\] must be bfloat16"):
+        mr(r0, pre, out, post, comb, [lin[0], _f(1, 3, 64)], res)
+    with pytest.raises(ValueError, match="^mhc_multilayer_recompute: residual_list must be a list"):
+        mr(r0, pre, out, post, comb, lin, res[0])

@@ -38,7 +38,7 @@ def check_mult(fn, name, m):
     return m
 
 
-def check_device(fn, **tensors):
+def check_device(fn, /, **tensors):
     """All tensors on one device (the first named one's)."""
     items = [(n, t) for n, t in tensors.items() if isinstance(t, torch.Tensor)]
     if not items:
