@@ -3,6 +3,7 @@
 #include "sema_int.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define ERR(loc, ...) diag_error(s->d, (loc), __VA_ARGS__)
@@ -1707,7 +1708,42 @@ static Type *check_group_reduce(SemaCtx *s, Expr *e, BuiltinId b, Expr **a, cons
     return t;
 }
 
-/* printf("fmt", args...) */
+/* One conversion of a printf format: the text from '%' to its letter, and what it prints. */
+typedef enum { PF_BAD, PF_INT32, PF_INT64, PF_FLOAT } PrintfConv;
+
+/* Reads the conversion at f (just past '%'); *len is its length after the '%'. The driver's
+ * vprintf (and the emulator's) read each argument as the conversion says, so a mismatch would
+ * print other bytes of the argument buffer: only conversions of scalars are allowed, with no '*'
+ * width or precision (they would take an argument of their own). */
+static PrintfConv printf_conversion(const char *f, int *len)
+{
+    const char *p = f;
+    while (*p && strchr("-+ #0", *p))
+        p++;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    int longs = 0;
+    if (p[0] == 'h')
+        p += p[1] == 'h' ? 2 : 1;
+    else if (p[0] == 'l')
+        longs = p[1] == 'l' ? 2 : 1, p += longs;
+    PrintfConv c = PF_BAD;
+    if (*p && strchr("diuxXoc", *p))
+        c = longs ? PF_INT64 : PF_INT32;
+    else if (*p && strchr("fFeEgGaA", *p))
+        c = longs == 2 ? PF_BAD : PF_FLOAT;
+    if (*p == 'c' && longs)
+        c = PF_BAD;
+    *len = (int)(p - f) + (*p ? 1 : 0);
+    return c;
+}
+
+/* printf("fmt", args...): each argument after the format must be what its conversion prints */
 static Type *check_printf(SemaCtx *s, Expr **a, int n)
 {
     if (a[0]->kind != EX_STRING) {
@@ -1722,6 +1758,62 @@ static Type *check_printf(SemaCtx *s, Expr **a, int n)
             ERR(a[i]->loc, "'printf' prints scalars, not %s", tstr(s, t));
             return ty_error();
         }
+    }
+    const char *f = a[0]->str ? a[0]->str : "";
+    int arg = 1;
+    for (const char *p = f; *p; p++) {
+        if (*p != '%')
+            continue;
+        if (p[1] == '%') {
+            p++;
+            continue;
+        }
+        int len;
+        PrintfConv c = printf_conversion(p + 1, &len);
+        if (c == PF_BAD) {
+            char shown[64]; /* the conversion as written, escapes for what cannot be shown */
+            int m = 0;
+            for (int j = 1; j <= len && m < (int)sizeof shown - 5; j++) {
+                unsigned char ch = (unsigned char)p[j];
+                m += ch == '\n' ? snprintf(shown + m, 5, "\\n")
+                     : ch < 0x20 || ch >= 0x7f ? snprintf(shown + m, 5, "\\x%02x", ch)
+                                              : snprintf(shown + m, 5, "%c", ch);
+            }
+            ERR(a[0]->loc, "'printf' cannot print '%%%s': the conversions are d i u x X o c (l or ll for 64-bit "
+                           "integers) and f F e E g G a A, with flags, a width and a precision as numbers",
+                shown);
+            return ty_error();
+        }
+        if (arg >= n) {
+            ERR(a[0]->loc, "the format of 'printf' has more conversions than the %d argument%s given", n - 1,
+                n == 2 ? "" : "s");
+            return ty_error();
+        }
+        Type *t = a[arg]->type;
+        if (t->kind == TY_SCALAR) {
+            DType dt = t->dt;
+            bool is_float = dtype_is_float(dt);
+            const char *want = NULL;
+            if (c == PF_FLOAT && !is_float)
+                want = "a float";
+            else if (c != PF_FLOAT && is_float)
+                want = c == PF_INT64 ? "a 64-bit integer" : "an integer of 32 bits or fewer";
+            else if (c == PF_INT64 && dtype_bits(dt) != 64)
+                want = "a 64-bit integer";
+            else if (c == PF_INT32 && dt != DT_BOOL && dtype_bits(dt) > 32)
+                want = "an integer of 32 bits or fewer (use %ld or %lld for a 64-bit one)";
+            if (want) {
+                ERR(a[arg]->loc, "'printf' conversion '%%%.*s' takes %s, found %s", len, p + 1, want, dtype_name(dt));
+                return ty_error();
+            }
+        }
+        arg++;
+        p += len; /* at the conversion's letter */
+    }
+    if (arg < n) {
+        ERR(a[arg]->loc, "'printf' has %d argument%s for the %d conversion%s of its format", n - 1, n == 2 ? "" : "s",
+            arg - 1, arg == 2 ? "" : "s");
+        return ty_error();
     }
     return ty_void();
 }

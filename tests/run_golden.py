@@ -341,6 +341,10 @@ STRESS = [
     ('consts-100k', {'t.tl': ''.join('const C%d = %d;\n' % (i, i) for i in range(100000))}, None, []),
     ('kernels-20k', {'t.tl': ''.join('kernel k%d() grid(1) threads(32) {}\n' % i for i in range(20000))},
      None, []),
+    # tilec list expands each specialize declaration once, not once per kernel
+    ('list-20k-specialised', {'t.tl': ''.join('kernel k%d<T: type>(x: T[N]) grid(1) threads(32) {}\n'
+                                              'specialize k%d<T = (f32, bf16)>;\n' % (i, i) for i in range(20000))},
+     'tilec list t.tl', []),
     ('params-100k', {'t.tl': 'fn f(' + ', '.join('p%d: f32' % i for i in range(100000)) + ') {}'},
      None, None),
     ('call-args-100k', {'t.tl': kernel('printf("x"' + ', 1' * 100000 + ');')}, None,
@@ -395,8 +399,11 @@ STRESS = [
                                                                        ', '.join(map(str, range(64))))},
      None, [('error', "this compilation checks more than 2097152 syntax nodes (a kernel once per specialisation, a fn "
                       "once per call); stopping here"), ('note', 'in the specialisation k<A=2,B=46> declared here')]),
-    ('too-many-I', {'t.tl': ''}, 'tilec check' + ' -I .' * 65 + ' t.tl', [('error', 'too many -I options')]),
-    ('too-many-g', {'t.tl': ''}, 'tilec check' + ' -g A=1' * 65 + ' t.tl', [('error', 'too many -g options')]),
+    # no cap on repeated options (there was one of 64 for -I, -g and -D, the last reported silently)
+    ('many-I', {'t.tl': ''}, 'tilec check' + ' -I .' * 1000 + ' t.tl', []),
+    ('many-D', {'t.tl': ''}, 'tilec check' + ''.join(' -D C%d=%d' % (i, i) for i in range(1000)) + ' t.tl', []),
+    ('many-g', {'t.tl': 'kernel k<' + ', '.join('G%d: int' % i for i in range(16)) + '>() grid(1) threads(32) { }'},
+     'tilec emit --stage=tir' + ''.join(' -g G%d=%d' % (i, i) for i in range(16)) + ' t.tl', []),
 ]
 
 

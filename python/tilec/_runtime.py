@@ -13,6 +13,7 @@ serve every specialisation they hold; the rest compile on first use. ``TILEC_CAC
 disk cache (default ``~/.cache/tilec``).
 """
 import os
+import threading
 
 import torch
 
@@ -36,6 +37,30 @@ for _k, _v in _DTYPES.items():
 
 LaunchError = _native.LaunchError
 Arg = _native.Arg
+
+# While a fake implementation runs (tilec._ops: torch.compile tracing, meta tensors), the kernel
+# functions allocate their outputs as usual but launch nothing and read no data pointer.
+_state = threading.local()
+
+
+def faking() -> bool:
+    return getattr(_state, "fake", False)
+
+
+class _NoLaunch:
+    def launch(self, *args, **kw):
+        pass
+
+
+_NO_LAUNCH = _NoLaunch()
+
+
+def view(t: torch.Tensor, dtype: str, shape, strides):
+    """An argument over ``t``'s storage with another element type, shape and strides (in
+    elements): packed FP4 as e2m1 elements, scale bytes, words."""
+    if faking():
+        return None
+    return _native.Arg(t.data_ptr(), dtype, shape, strides, t)
 
 
 def kernels_source() -> str:
@@ -96,6 +121,8 @@ def runtime(dev: int = CPU):
 def kernel(name: str, generics: tuple, t: torch.Tensor):
     """The specialisation of ``name`` for ``generics`` (a tuple of "NAME=VALUE" strings) on the
     device of tensor ``t``; compiled, or loaded from a cache, on first use."""
+    if faking():
+        return _NO_LAUNCH
     dev = t.get_device()
     key = (dev, name, generics)
     k = _kernels.get(key)
@@ -110,7 +137,7 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 def stream(t: torch.Tensor) -> int:
     """The current torch stream of tensor ``t``'s device, as an integer handle (0 on the CPU)."""
     dev = t.get_device()
-    if dev == CPU:
+    if dev == CPU or faking():
         return 0
     if _raw_stream is not None:
         return _raw_stream(dev)
