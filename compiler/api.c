@@ -4,18 +4,69 @@
 #include "compile.h"
 #include "tilec_version.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Compiling a specialisation annotates the syntax tree in place and allocates from the
+ * compilation's arena, so requests do not compile in the program's own parse: each takes an
+ * idle worker (a second parse of the same texts, comp_load_snapshot), or makes one, and gives
+ * it back afterwards. A worker whose arena has grown past WORKER_BUDGET is freed instead, so
+ * a long-lived program (the JIT's) holds at most MAX_IDLE_WORKERS bounded workers whatever the
+ * number of specialisations it compiles, and requests on several threads compile in parallel,
+ * each in its own worker. */
+#define MAX_IDLE_WORKERS 8
+#define WORKER_BUDGET ((size_t)8 << 20)
+
+typedef struct Worker {
+    Compilation comp;
+    size_t base; /* arena bytes after loading */
+} Worker;
 
 struct tilec_program {
     Compilation comp;
     uint64_t hash;
+    uint64_t serial;   /* tells programs apart in the per-thread diagnostics */
     char **kernel_names;
     int nkernels;
     Define *defines;
-    size_t last_start; /* where the diagnostics of the latest tilec_compile begin in diag.out */
     StrBuf iface;      /* the latest tilec_program_kernel_interface */
+    const char **include_dirs;
+    pthread_mutex_t lock; /* idle workers, comp.diag.out */
+    Worker *idle[MAX_IDLE_WORKERS];
+    int nidle;
 };
+
+/* The diagnostics of the latest tilec_compile of this thread, and the program it was on. */
+typedef struct LastDiag {
+    uint64_t serial;
+    char *text;
+} LastDiag;
+
+static pthread_key_t last_key;
+static pthread_once_t last_once = PTHREAD_ONCE_INIT;
+static atomic_uint_fast64_t next_serial = 1;
+
+static void last_free(void *v)
+{
+    LastDiag *l = v;
+    free(l->text);
+    free(l);
+}
+
+static void last_init(void) { pthread_key_create(&last_key, last_free); }
+
+static LastDiag *last_diag(void)
+{
+    pthread_once(&last_once, last_init);
+    LastDiag *l = pthread_getspecific(last_key);
+    if (!l) {
+        l = tl_xcalloc(1, sizeof *l);
+        pthread_setspecific(last_key, l);
+    }
+    return l;
+}
 
 const char *tilec_status_name(tilec_status s)
 {
@@ -61,16 +112,24 @@ static tilec_program *new_program(const tilec_program_options *opts)
 {
     tilec_program *p = tl_xcalloc(1, sizeof *p);
     comp_init(&p->comp);
+    pthread_mutex_init(&p->lock, NULL);
+    p->serial = atomic_fetch_add(&next_serial, 1);
     if (opts) {
-        p->comp.include_dirs = (const char **)opts->include_dirs;
-        p->comp.ninclude = opts->ninclude;
+        /* copies: workers parse again after the caller's arrays are gone */
+        if (opts->ninclude > 0 && opts->include_dirs) {
+            p->include_dirs = tl_xcalloc((size_t)opts->ninclude, sizeof(char *));
+            for (int i = 0; i < opts->ninclude; i++)
+                p->include_dirs[i] = arena_strdup(&p->comp.arena, opts->include_dirs[i] ? opts->include_dirs[i] : "");
+            p->comp.include_dirs = p->include_dirs;
+            p->comp.ninclude = opts->ninclude;
+        }
         if (opts->ndefines > 0) {
             p->defines = tl_xcalloc((size_t)opts->ndefines, sizeof(Define));
             for (int i = 0; i < opts->ndefines; i++) {
                 const char *d = opts->defines[i];
                 const char *eq = d ? strchr(d, '=') : NULL;
                 p->defines[i].name = eq ? arena_strndup(&p->comp.arena, d, (size_t)(eq - d)) : arena_strdup(&p->comp.arena, d ? d : "");
-                p->defines[i].value = eq ? eq + 1 : "";
+                p->defines[i].value = arena_strdup(&p->comp.arena, eq ? eq + 1 : "");
             }
             p->comp.defines = p->defines;
             p->comp.ndefines = opts->ndefines;
@@ -101,10 +160,20 @@ tilec_status tilec_program_from_string(const char *name, const char *text, const
     return finish_program(p, comp_load_string(&p->comp, name, text));
 }
 
+static void worker_free(Worker *w)
+{
+    comp_free(&w->comp);
+    free(w);
+}
+
 void tilec_program_destroy(tilec_program *p)
 {
     if (!p)
         return;
+    for (int i = 0; i < p->nidle; i++)
+        worker_free(p->idle[i]);
+    pthread_mutex_destroy(&p->lock);
+    free(p->include_dirs);
     free(p->kernel_names);
     free(p->defines);
     sb_free(&p->iface);
@@ -121,9 +190,10 @@ const char *tilec_program_diagnostics(const tilec_program *p)
 
 const char *tilec_program_last_diagnostics(const tilec_program *p)
 {
-    if (!p || !p->comp.diag.out.data || p->last_start > p->comp.diag.out.len)
+    if (!p)
         return "";
-    return p->comp.diag.out.data + p->last_start;
+    LastDiag *l = last_diag();
+    return l->serial == p->serial && l->text ? l->text : "";
 }
 
 uint64_t tilec_program_hash(const tilec_program *p) { return p ? p->hash : 0; }
@@ -175,8 +245,43 @@ const char *tilec_program_kernel_interface(tilec_program *p, const char *kernel)
     return out->data;
 }
 
-static tilec_status compile_request(tilec_program *p, const char *kernel, const char *const *generics, int ngenerics,
+static tilec_status compile_request(Compilation *c, const char *kernel, const char *const *generics, int ngenerics,
                                     const tilec_target *target, tilec_artifact **out);
+
+/* An idle worker of p, or a new one (NULL if the texts do not load again: they always should). */
+static Worker *worker_take(tilec_program *p)
+{
+    pthread_mutex_lock(&p->lock);
+    Worker *w = p->nidle ? p->idle[--p->nidle] : NULL;
+    pthread_mutex_unlock(&p->lock);
+    if (w)
+        return w;
+    w = tl_xcalloc(1, sizeof *w);
+    comp_init(&w->comp);
+    w->comp.include_dirs = p->comp.include_dirs;
+    w->comp.ninclude = p->comp.ninclude;
+    w->comp.defines = p->comp.defines;
+    w->comp.ndefines = p->comp.ndefines;
+    if (!comp_load_snapshot(&w->comp, &p->comp) || !comp_resolve(&w->comp)) {
+        worker_free(w);
+        return NULL;
+    }
+    w->base = w->comp.arena.used_total;
+    return w;
+}
+
+static void worker_give_back(tilec_program *p, Worker *w)
+{
+    pthread_mutex_lock(&p->lock);
+    if (p->nidle < MAX_IDLE_WORKERS && w->comp.arena.used_total - w->base <= WORKER_BUDGET &&
+        w->comp.diag.out.len <= WORKER_BUDGET) {
+        p->idle[p->nidle++] = w;
+        w = NULL;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (w)
+        worker_free(w);
+}
 
 tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *const *generics, int ngenerics,
                            const tilec_target *target, tilec_artifact **out)
@@ -184,12 +289,21 @@ tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *con
     if (!p || !kernel || !out || ngenerics < 0 || (ngenerics > 0 && !generics))
         return TILEC_ERROR_INVALID_ARGUMENT;
     *out = NULL;
-    Compilation *c = &p->comp;
-    p->last_start = c->diag.out.len;
-    if (diag_has_errors(&c->diag)) /* the program itself has errors */
+    LastDiag *l = last_diag();
+    l->serial = p->serial;
+    free(l->text);
+    l->text = NULL;
+    if (diag_has_errors(&p->comp.diag)) /* the program itself has errors */
         return TILEC_ERROR_COMPILE;
+    Worker *w = worker_take(p);
+    if (!w) {
+        l->text = strdup("internal error: the program's sources did not parse a second time\n");
+        return TILEC_ERROR_INTERNAL;
+    }
+    Compilation *c = &w->comp;
+    size_t start = c->diag.out.len;
     int errs = c->diag.nerrors;
-    tilec_status st = compile_request(p, kernel, generics, ngenerics, target, out);
+    tilec_status st = compile_request(c, kernel, generics, ngenerics, target, out);
     /* errors of one request must not poison later ones: the program stays usable */
     if (st != TILEC_OK) {
         c->diag.nerrors = errs;
@@ -197,13 +311,20 @@ tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *con
         if (c->diag.nerrors == 0)
             c->diag.capped = false;
     }
+    if (c->diag.out.len > start) { /* this request's diagnostics: the thread's, and the program's */
+        const char *text = c->diag.out.data + start;
+        l->text = strdup(text);
+        pthread_mutex_lock(&p->lock);
+        sb_printf(&p->comp.diag.out, "%s", text);
+        pthread_mutex_unlock(&p->lock);
+    }
+    worker_give_back(p, w);
     return st;
 }
 
-static tilec_status compile_request(tilec_program *p, const char *kernel, const char *const *generics, int ngenerics,
+static tilec_status compile_request(Compilation *c, const char *kernel, const char *const *generics, int ngenerics,
                                     const tilec_target *target, tilec_artifact **out)
 {
-    Compilation *c = &p->comp;
     int sm = target ? target->sm : 90;
     if (sm != 90 && sm != 100) {
         diag_error(&c->diag, loc_none(), "unsupported target sm_%d (sm_90a and sm_100a are supported)", sm);

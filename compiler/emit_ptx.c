@@ -120,6 +120,8 @@ char *cg_emit_ptx(TKernel *k, LLVMModuleRef m, int opt_level, size_t *size)
             LLVMDisposeMemoryBuffer(buf);
         }
     }
+    /* one target machine per module: a reused one numbers call sequences on from the modules
+     * before (the PTX's "callseq N" comments), and the same request must give the same bytes */
     LLVMDisposeTargetMachine(tm);
     return out;
 }

@@ -41,6 +41,7 @@ void comp_init(Compilation *c)
 
 void comp_free(Compilation *c)
 {
+    free(c->aliases);
     free(c->items);
     free(c->globals);
     free(c->global_index);
@@ -131,10 +132,25 @@ static bool has_nul(const char *text, size_t len) { return memchr(text, 0, len) 
 
 static int load_module(Compilation *c, const char *path, const char *text, size_t len, Loc from, int depth);
 
-/* an import names the first path that exists, whatever it is: reading it says what is wrong
- * with one that is not a regular file */
-static bool file_exists(const char *p)
+/* A replay's view of a path: the file of the snapshot it names (its path or an alias), or -1. */
+static int snapshot_file(const Compilation *c, const char *p)
 {
+    const Compilation *from = c->snapshot;
+    for (int i = 0; i < from->diag.nfiles; i++)
+        if (!strcmp(from->diag.files[i]->path, p))
+            return i;
+    for (int i = 0; i < from->naliases; i++)
+        if (!strcmp(from->aliases[i].path, p))
+            return from->aliases[i].file;
+    return -1;
+}
+
+/* an import names the first path that exists, whatever it is: reading it says what is wrong
+ * with one that is not a regular file (a replay looks among the files its snapshot loaded) */
+static bool file_exists_in(const Compilation *c, const char *p)
+{
+    if (c->snapshot)
+        return snapshot_file(c, p) >= 0;
     struct stat st;
     return stat(p, &st) == 0;
 }
@@ -144,18 +160,18 @@ static char *resolve_import(Compilation *c, const char *from_path, const char *r
 {
     char buf[PATH_MAX];
     if (rel[0] == '/')
-        return file_exists(rel) ? arena_strdup(&c->arena, rel) : NULL;
+        return file_exists_in(c, rel) ? arena_strdup(&c->arena, rel) : NULL;
     const char *slash = from_path ? strrchr(from_path, '/') : NULL;
     if (slash) {
         snprintf(buf, sizeof buf, "%.*s/%s", (int)(slash - from_path), from_path, rel);
-        if (file_exists(buf))
+        if (file_exists_in(c, buf))
             return arena_strdup(&c->arena, buf);
-    } else if (file_exists(rel)) {
+    } else if (file_exists_in(c, rel)) {
         return arena_strdup(&c->arena, rel);
     }
     for (int i = 0; i < c->ninclude; i++) {
         snprintf(buf, sizeof buf, "%s/%s", c->include_dirs[i], rel);
-        if (file_exists(buf))
+        if (file_exists_in(c, buf))
             return arena_strdup(&c->arena, buf);
     }
     return NULL;
@@ -163,6 +179,14 @@ static char *resolve_import(Compilation *c, const char *from_path, const char *r
 
 static int find_loaded(Compilation *c, const char *path)
 {
+    if (c->snapshot) { /* the file of the snapshot, if this replay loaded it already */
+        int f = snapshot_file(c, path);
+        const char *as = f >= 0 ? c->snapshot->diag.files[f]->path : NULL;
+        for (int i = 0; as && i < c->diag.nfiles; i++)
+            if (!strcmp(c->diag.files[i]->path, as))
+                return i;
+        return -1;
+    }
     char real[PATH_MAX];
     if (!realpath(path, real))
         return -1;
@@ -226,6 +250,19 @@ static int load_module(Compilation *c, const char *path, const char *text, size_
         int existing = find_loaded(c, p);
         if (existing >= 0) {
             it->imported_file = existing;
+            if (!c->snapshot && strcmp(p, d->files[existing]->path)) {
+                if (c->naliases == c->capaliases) {
+                    c->capaliases = c->capaliases ? 2 * c->capaliases : 8;
+                    c->aliases = tl_xrealloc(c->aliases, sizeof *c->aliases * (size_t)c->capaliases);
+                }
+                c->aliases[c->naliases].path = p;
+                c->aliases[c->naliases++].file = existing;
+            }
+            continue;
+        }
+        if (c->snapshot) {
+            const SourceFile *f = c->snapshot->diag.files[snapshot_file(c, p)];
+            it->imported_file = load_module(c, p, f->text, f->len, it->loc, depth + 1);
             continue;
         }
         size_t n;
@@ -254,6 +291,18 @@ bool comp_load_file(Compilation *c, const char *path)
     load_module(c, path, t, n, loc_none(), 0);
     free(t);
     return c->diag.nerrors == errs;
+}
+
+bool comp_load_snapshot(Compilation *c, const Compilation *from)
+{
+    if (from->diag.nfiles == 0)
+        return false;
+    c->snapshot = from;
+    const SourceFile *root = from->diag.files[0];
+    int errs = c->diag.nerrors;
+    load_module(c, root->path, root->text, root->len, loc_none(), 0);
+    c->snapshot = NULL;
+    return c->diag.nerrors == errs && c->diag.nfiles == from->diag.nfiles;
 }
 
 bool comp_load_string(Compilation *c, const char *name, const char *text)

@@ -81,6 +81,12 @@ typedef struct Compilation {
      * back to 0 between requests. */
     int64_t checked_nodes;
     int next_sym_id;
+    /* Import spellings that named a file already loaded under another path (the same file by
+     * realpath): what a replay (comp_load_snapshot) needs to resolve them the same way. */
+    struct { const char *path; int file; } *aliases;
+    int naliases, capaliases;
+    /* A replay reads its files from this compilation's texts instead of the file system. */
+    const struct Compilation *snapshot;
 } Compilation;
 
 void comp_init(Compilation *c);
@@ -88,6 +94,11 @@ void comp_free(Compilation *c);
 /* Loads a root file (and, transitively, its imports). Returns false on errors. */
 bool comp_load_file(Compilation *c, const char *path);
 bool comp_load_string(Compilation *c, const char *name, const char *text);
+/* Loads the same files as `from` (its root and imports, resolved as `from` resolved them) from
+ * the texts `from` holds, without reading the file system: a second, independent parse of a
+ * loaded program. c must be fresh, with from's include directories and defines; `from` must
+ * outlive c's loading and must not change meanwhile. */
+bool comp_load_snapshot(Compilation *c, const Compilation *from);
 /* Module-level checks: duplicate names, consts, signatures, specialize declarations. */
 bool comp_resolve(Compilation *c);
 Sym *comp_lookup_global(Compilation *c, const char *name);

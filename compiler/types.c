@@ -27,7 +27,7 @@ int dtype_storage_bytes(DType t)
 DType dtype_from_name(const char *s)
 {
     for (int i = 1; i < DT_COUNT; i++)
-        if (strcmp(dtab[i].name, s) == 0)
+        if (dtab[i].name[0] == s[0] && strcmp(dtab[i].name, s) == 0)
             return (DType)i;
     return DT_NONE;
 }

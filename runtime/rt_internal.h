@@ -338,8 +338,12 @@ struct tilec_rt_library {
     int naot;
     rt_aot_entry *aot;
     CUmodule aot_module;    /* loaded on first use */
-    pthread_mutex_t lock;   /* the kernel map */
-    pthread_mutex_t build_lock; /* one build at a time per library (the compiler is not reentrant) */
+    pthread_mutex_t lock;   /* the kernel map, `building` */
+    pthread_cond_t built;   /* signalled when a build ends */
+    struct rt_building *building; /* keys being built now, one thread each */
+    /* Loading code into the driver or the emulator (and the AOT fatbin once): one at a time per
+     * library. Compiles and disk-cache reads of different keys run in parallel. */
+    pthread_mutex_t build_lock;
     tilec_rt_kernel **slots;
     size_t nslots, nkernels;
     struct rt_iface *ifaces; /* kernel interfaces handed out (tilec_rt_library_interface), under build_lock */

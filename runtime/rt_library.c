@@ -8,6 +8,13 @@
 
 #include "rt_internal.h"
 
+/* a key being built, on its builder's stack */
+struct rt_building {
+    uint64_t hash;
+    const char *kernel, *generics;
+    struct rt_building *next;
+};
+
 /* ---- the in-memory map ---- */
 
 static uint64_t rt_kernel_hash(const char *kernel, const char *generics)
@@ -165,6 +172,7 @@ tilec_status tilec_rt_library_open(tilec_rt *rt, const tilec_rt_library_options 
         return rt_fail(TILEC_ERROR_INTERNAL, "out of memory opening a library");
     lib->rt = rt;
     pthread_mutex_init(&lib->lock, NULL);
+    pthread_cond_init(&lib->built, NULL);
     pthread_mutex_init(&lib->build_lock, NULL);
     tilec_status s = TILEC_OK;
     if (opts->manifest) {
@@ -227,6 +235,7 @@ void tilec_rt_library_close(tilec_rt_library *lib)
     free(lib->slots);
     free(lib->fatbin_path);
     pthread_mutex_destroy(&lib->lock);
+    pthread_cond_destroy(&lib->built);
     pthread_mutex_destroy(&lib->build_lock);
     free(lib);
 }
@@ -414,17 +423,23 @@ static tilec_status rt_from_source(tilec_rt_library *lib, const char *const *raw
     tilec_status s = rt_entry_for(lib, k->name, k->generics, raw, nraw, 1, &e, &from_disk);
     if (s != TILEC_OK)
         return s;
+    pthread_mutex_lock(&lib->build_lock);
     s = rt_load_entry(lib, k, &e);
+    pthread_mutex_unlock(&lib->build_lock);
     rt_entry_free(&e);
     if (s != TILEC_OK && from_disk) {
         /* the entry passed its checksum but the signature check, the driver or the emulator
          * rejects it: discard it, rebuild it and replace it (once: a rebuilt kernel that does not
          * load either is the error) */
         atomic_fetch_add(&rt->disk_rejects, 1);
+        pthread_mutex_lock(&lib->build_lock);
         rt_unload_partial(rt, k);
+        pthread_mutex_unlock(&lib->build_lock);
         if ((s = rt_entry_for(lib, k->name, k->generics, raw, nraw, 0, &e, &from_disk)) != TILEC_OK)
             return s;
+        pthread_mutex_lock(&lib->build_lock);
         s = rt_load_entry(lib, k, &e);
+        pthread_mutex_unlock(&lib->build_lock);
         rt_entry_free(&e);
     } else if (s == TILEC_OK && from_disk) {
         atomic_fetch_add(&rt->disk_hits, 1);
@@ -450,9 +465,11 @@ static tilec_status rt_build(tilec_rt_library *lib, const char *kernel, const ch
             !strcmp(lib->aot[i].sig->arch, rt->arch))
             aot = &lib->aot[i];
     tilec_status s;
-    if (aot)
+    if (aot) {
+        pthread_mutex_lock(&lib->build_lock);
         s = rt_from_aot(lib, aot, k);
-    else if (lib->program)
+        pthread_mutex_unlock(&lib->build_lock);
+    } else if (lib->program)
         s = rt_from_source(lib, raw, nraw, k);
     else
         s = rt_fail(TILEC_ERROR_NOT_FOUND,
@@ -460,11 +477,13 @@ static tilec_status rt_build(tilec_rt_library *lib, const char *kernel, const ch
                     "compile it from",
                     kernel, generics, rt->arch);
     if (s != TILEC_OK) {
+        pthread_mutex_lock(&lib->build_lock);
         int pushed;
         int entered = k->module && rt_ctx_enter(rt, &pushed) == TILEC_OK;
         rt_kernel_free(rt, k);
         if (entered)
             rt_ctx_leave(rt, pushed);
+        pthread_mutex_unlock(&lib->build_lock);
         return s;
     }
     *out = k;
@@ -489,27 +508,123 @@ tilec_status tilec_rt_get_kernel(tilec_rt_library *lib, const char *kernel, cons
         *out = k;
         return TILEC_OK;
     }
-    pthread_mutex_lock(&lib->build_lock);
+    /* a miss: build it here, unless another thread is building the same key (then wait for it
+     * and take its kernel; if its build failed, try here) */
+    struct rt_building me = {h, kernel, canon, NULL};
     pthread_mutex_lock(&lib->lock);
-    k = rt_map_find(lib, h, kernel, canon); /* built by another thread while this one waited */
-    pthread_mutex_unlock(&lib->lock);
-    if (!k) {
-        s = rt_build(lib, kernel, canon, h, generics, ngenerics, &k);
-        if (s == TILEC_OK) {
-            pthread_mutex_lock(&lib->lock);
-            int r = rt_map_insert(lib, k);
-            pthread_mutex_unlock(&lib->lock);
-            if (r != 0) {
-                rt_kernel_free(lib->rt, k);
-                s = rt_fail(TILEC_ERROR_INTERNAL, "out of memory caching kernel '%s'", kernel);
-            }
-        }
-    } else {
-        atomic_fetch_add(&lib->rt->memory_hits, 1);
+    for (;;) {
+        k = rt_map_find(lib, h, kernel, canon);
+        if (k)
+            break;
+        struct rt_building *b = lib->building;
+        while (b && !(b->hash == h && !strcmp(b->kernel, kernel) && !strcmp(b->generics, canon)))
+            b = b->next;
+        if (!b)
+            break;
+        pthread_cond_wait(&lib->built, &lib->lock);
     }
-    pthread_mutex_unlock(&lib->build_lock);
+    if (k) {
+        pthread_mutex_unlock(&lib->lock);
+        atomic_fetch_add(&lib->rt->memory_hits, 1);
+        *out = k;
+        return TILEC_OK;
+    }
+    me.next = lib->building;
+    lib->building = &me;
+    pthread_mutex_unlock(&lib->lock);
+    s = rt_build(lib, kernel, canon, h, generics, ngenerics, &k);
+    pthread_mutex_lock(&lib->lock);
+    int r = s == TILEC_OK ? rt_map_insert(lib, k) : 0;
+    for (struct rt_building **pp = &lib->building; *pp; pp = &(*pp)->next)
+        if (*pp == &me) {
+            *pp = me.next;
+            break;
+        }
+    pthread_cond_broadcast(&lib->built);
+    pthread_mutex_unlock(&lib->lock);
+    if (s == TILEC_OK && r != 0) {
+        rt_kernel_free(lib->rt, k);
+        s = rt_fail(TILEC_ERROR_INTERNAL, "out of memory caching kernel '%s'", kernel);
+    }
     if (s == TILEC_OK)
         *out = k;
+    return s;
+}
+
+/* ---- warm-up ---- */
+
+typedef struct rt_warm {
+    tilec_rt_library *lib;
+    const tilec_rt_spec *specs;
+    int nspecs;
+    atomic_int next;
+    tilec_status *statuses;
+    pthread_mutex_t lock;
+    int first_bad;      /* index of the first failure, nspecs if none */
+    tilec_status first_status;
+    char *first_msg;
+} rt_warm;
+
+static void *rt_warm_worker(void *arg)
+{
+    rt_warm *w = arg;
+    for (;;) {
+        int i = atomic_fetch_add(&w->next, 1);
+        if (i >= w->nspecs)
+            break;
+        const tilec_rt_spec *sp = &w->specs[i];
+        tilec_rt_kernel *k;
+        tilec_status s = !sp->kernel ? rt_fail(TILEC_ERROR_INVALID_ARGUMENT, "kernel name NULL")
+                                     : tilec_rt_get_kernel(w->lib, sp->kernel, sp->generics, sp->ngenerics, &k);
+        if (w->statuses)
+            w->statuses[i] = s;
+        if (s != TILEC_OK) {
+            pthread_mutex_lock(&w->lock);
+            if (i < w->first_bad) {
+                free(w->first_msg);
+                w->first_bad = i;
+                w->first_status = s;
+                w->first_msg = strdup(tilec_rt_last_error());
+            }
+            pthread_mutex_unlock(&w->lock);
+        }
+    }
+    return NULL;
+}
+
+tilec_status tilec_rt_warm_up(tilec_rt_library *lib, const tilec_rt_spec *specs, int nspecs, int nthreads,
+                              tilec_status *statuses)
+{
+    if (!lib || nspecs < 0 || (nspecs > 0 && !specs) || nthreads < 0)
+        return rt_fail(TILEC_ERROR_INVALID_ARGUMENT, "tilec_rt_warm_up: NULL argument or negative count");
+    if (nspecs == 0)
+        return TILEC_OK;
+    if (nthreads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        nthreads = n > 0 ? (int)n : 1;
+    }
+    if (nthreads > nspecs)
+        nthreads = nspecs;
+    if (nthreads > 256)
+        nthreads = 256;
+    rt_warm w = {lib, specs, nspecs, 0, statuses, PTHREAD_MUTEX_INITIALIZER, nspecs, TILEC_OK, NULL};
+    pthread_t tids[256];
+    int started = 0;
+    for (int t = 1; t < nthreads; t++) { /* the calling thread is one of them */
+        if (pthread_create(&tids[started], NULL, rt_warm_worker, &w) != 0)
+            break; /* fewer threads: the rest of the list is still compiled, by those that started */
+        started++;
+    }
+    rt_warm_worker(&w);
+    for (int t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    pthread_mutex_destroy(&w.lock);
+    if (w.first_bad == nspecs)
+        return TILEC_OK;
+    tilec_status s = w.first_status;
+    rt_fail(s, "warm-up: entry %d (%s) of %d: %s", w.first_bad, specs[w.first_bad].kernel ? specs[w.first_bad].kernel : "NULL",
+            nspecs, w.first_msg ? w.first_msg : "?");
+    free(w.first_msg);
     return s;
 }
 

@@ -8,7 +8,8 @@ implementations written from the specification, and ``tilec.testing`` the test h
 ``tilec.load`` opens kernels of your own (a ``.tl`` file or source text, or a fatbin) and
 ``tilec.register_op`` makes one a torch custom op (docs/python.md).
 Kernels are compiled on first use (JIT, cached in memory and in ``$TILEC_CACHE_DIR``) or loaded
-from an ahead-of-time fatbin when the install tree has one.
+from an ahead-of-time fatbin when the install tree has one; ``tilec.warm_up`` compiles a list of
+specialisations on a thread pool at start-up.
 """
 try:
     # the version of CMakeLists.txt's project(), which CMake writes into the build tree's package
@@ -22,7 +23,8 @@ from . import config
 from .config import get_device_num_sms, get_max_smem_per_sm, get_num_sms, set_num_sms
 from . import utils, transpose, quant, moe, engram, mhc, modeling, torch, testing
 from ._load import Kernel, Library, Specialization, load, register_op
+from ._runtime import warm_up
 
 __all__ = ["config", "utils", "transpose", "quant", "moe", "engram", "mhc", "modeling", "torch", "testing",
            "get_num_sms", "set_num_sms", "get_device_num_sms", "get_max_smem_per_sm", "load", "register_op", "Library",
-           "Kernel", "Specialization"]
+           "Kernel", "Specialization", "warm_up"]

@@ -304,6 +304,91 @@ static PyObject *Library_aot_signatures(PyObject *o, PyObject *unused)
     return list;
 }
 
+/* warm_up(entries, threads=0): entries is a sequence of (name, generics); every entry is built
+ * (compiled on threads, or read from the disk cache) with the GIL released; raises the first
+ * failing entry's error after all were tried */
+static PyObject *Library_warm_up(PyObject *o, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"entries", "threads", NULL};
+    PyObject *entries;
+    int threads = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i", kwlist, &entries, &threads))
+        return NULL;
+    if (threads < 0) {
+        PyErr_SetString(PyExc_ValueError, "threads must be >= 0");
+        return NULL;
+    }
+    PyObject *list = PySequence_Tuple(entries);
+    if (!list)
+        return NULL;
+    Py_ssize_t n = PyTuple_Size(list);
+    if (n > INT32_MAX / 2) {
+        Py_DECREF(list);
+        PyErr_SetString(PyExc_ValueError, "too many entries");
+        return NULL;
+    }
+    tilec_rt_spec *specs = PyMem_Calloc((size_t)n + 1, sizeof *specs);
+    PyObject **keep = PyMem_Calloc((size_t)n + 1, sizeof *keep); /* the generics tuples, alive during the call */
+    const char **gv = NULL;
+    Py_ssize_t total = 0;
+    PyObject *ret = NULL;
+    if (!specs || !keep) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *e = PyTuple_GetItem(list, i);
+        PyObject *name, *gens = NULL;
+        if (!PyTuple_Check(e) || !PyArg_ParseTuple(e, "U|O", &name, &gens)) {
+            PyErr_Format(PyExc_TypeError, "entry %zd: expected (name, generics)", i);
+            goto done;
+        }
+        keep[i] = gens && gens != Py_None ? PySequence_Tuple(gens) : PyTuple_New(0);
+        if (!keep[i])
+            goto done;
+        total += PyTuple_Size(keep[i]);
+        specs[i].kernel = PyUnicode_AsUTF8AndSize(name, NULL);
+        if (!specs[i].kernel)
+            goto done;
+    }
+    gv = PyMem_Calloc((size_t)total + 1, sizeof *gv);
+    if (!gv) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t m = PyTuple_Size(keep[i]);
+        specs[i].generics = gv + at;
+        specs[i].ngenerics = (int)m;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            PyObject *g = PyTuple_GetItem(keep[i], j);
+            if (!PyUnicode_Check(g) || !(gv[at++] = PyUnicode_AsUTF8AndSize(g, NULL))) {
+                if (!PyErr_Occurred())
+                    PyErr_Format(PyExc_TypeError, "entry %zd: generic values are \"NAME=VALUE\" strings", i);
+                goto done;
+            }
+        }
+    }
+    tilec_status s;
+    Py_BEGIN_ALLOW_THREADS;
+    s = tilec_rt_warm_up(((LibraryObj *)o)->lib, specs, (int)n, threads, NULL);
+    Py_END_ALLOW_THREADS;
+    if (s != TILEC_OK)
+        rt_error(s);
+    else
+        ret = Py_NewRef(Py_None);
+done:
+    if (keep)
+        for (Py_ssize_t i = 0; i < n; i++)
+            Py_XDECREF(keep[i]);
+    PyMem_Free(keep);
+    PyMem_Free(specs);
+    PyMem_Free(gv);
+    Py_DECREF(list);
+    return ret;
+}
+
 static PyMethodDef Library_methods[] = {
     {"kernel", Library_kernel, METH_VARARGS, "kernel(name, generics=()) -> Kernel: a specialisation, compiled on a miss"},
     {"kernels", Library_kernels, METH_NOARGS, "kernels() -> list of the kernel names the source declares"},
@@ -311,6 +396,8 @@ static PyMethodDef Library_methods[] = {
      "interface(name) -> the kernel's declared interface ('tilec-iface 1' text), or None without such a kernel"},
     {"aot_signatures", Library_aot_signatures, METH_NOARGS,
      "aot_signatures() -> the signatures of the specialisations the AOT manifest holds"},
+    {"warm_up", (PyCFunction)(void (*)(void))Library_warm_up, METH_VARARGS | METH_KEYWORDS,
+     "warm_up(entries, threads=0): build every (name, generics) entry on a thread pool (0: one thread per processor)"},
     {NULL, NULL, 0, NULL}};
 static PyType_Slot Library_slots[] = {{Py_tp_dealloc, Library_dealloc}, {Py_tp_methods, Library_methods}, {0, NULL}};
 static PyType_Spec Library_spec = {"tilec._native.Library", sizeof(LibraryObj), 0, Py_TPFLAGS_DEFAULT, Library_slots};

@@ -173,3 +173,15 @@ def pow2_divisor(v: int, cap: int) -> int:
     while d < cap and v % (d * 2) == 0:
         d *= 2
     return d
+
+
+def warm_up(entries, dev: int = CPU, threads: int = 0) -> None:
+    """Compiles (or loads from the caches) every specialisation in ``entries`` for device
+    ``dev`` (CPU: the emulator) on a pool of ``threads`` threads (0: one per processor), so that
+    a server pays for its compiles once, at start-up, in one call; a second start reads them from
+    the disk cache. ``entries`` is a sequence of ``(kernel name, generics)`` with generics a tuple
+    of "NAME=VALUE" strings, as ``kernel()`` takes them. Every entry is tried; the first failure
+    is raised afterwards (RuntimeError, or LaunchError for a malformed generic), naming the entry.
+    The kernels are then in memory for later calls."""
+    entries = [(name, tuple(gens)) for name, gens in entries]
+    library(dev).warm_up(entries, threads=threads)

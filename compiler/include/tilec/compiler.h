@@ -48,10 +48,12 @@ tilec_status tilec_program_from_file(const char *path, const tilec_program_optio
 tilec_status tilec_program_from_string(const char *name, const char *text, const tilec_program_options *opts,
                                        tilec_program **out);
 void tilec_program_destroy(tilec_program *p);
-/* All diagnostics so far, rendered (`file:line:col: error: ...` with source lines). */
+/* All diagnostics so far, rendered (`file:line:col: error: ...` with source lines). Not to be
+ * called while another thread compiles on p. */
 const char *tilec_program_diagnostics(const tilec_program *p);
-/* The diagnostics of the latest tilec_compile on p only (empty if it printed none). A failed
- * tilec_compile leaves the program usable for further requests. */
+/* The diagnostics of the calling thread's latest tilec_compile on p only (empty if it printed
+ * none, or if this thread's latest compile was on another program). Valid until this thread's
+ * next tilec_compile. A failed tilec_compile leaves the program usable for further requests. */
 const char *tilec_program_last_diagnostics(const tilec_program *p);
 /* A 64-bit hash of every source file of the program (root and imports) and the defines. */
 uint64_t tilec_program_hash(const tilec_program *p);
@@ -92,7 +94,12 @@ typedef struct tilec_artifact {
 } tilec_artifact;
 
 /* Compiles kernel `kernel` with generic values given as "NAME=VALUE" strings (types by name:
- * "T=bf16"; optional tensors: "mask=present" / "mask=absent"). Missing values take defaults. */
+ * "T=bf16"; optional tensors: "mask=present" / "mask=absent"). Missing values take defaults.
+ * Several threads may compile on the same program at once: each request works on a parse of
+ * the program's sources of its own (taken from the few the program keeps idle, or made from the
+ * texts read at tilec_program_from_file: the files are not read again). A parse that has grown
+ * past a bound (8 MiB) is dropped after its request, so a program's memory does not grow with
+ * the number of specialisations compiled on it. */
 tilec_status tilec_compile(tilec_program *p, const char *kernel, const char *const *generics, int ngenerics,
                            const tilec_target *target, tilec_artifact **out);
 void tilec_artifact_destroy(tilec_artifact *a);

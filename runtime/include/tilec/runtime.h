@@ -216,6 +216,29 @@ typedef struct tilec_rt_kernel tilec_rt_kernel;
 TILEC_RT_API tilec_status tilec_rt_get_kernel(tilec_rt_library *lib, const char *kernel, const char *const *generics,
                                               int ngenerics, tilec_rt_kernel **out);
 
+/* One specialisation to warm up: a kernel and its generic values, as tilec_rt_get_kernel takes
+ * them. */
+typedef struct tilec_rt_spec {
+    const char *kernel;
+    const char *const *generics;
+    int ngenerics;
+} tilec_rt_spec;
+
+/* Makes every specialisation of specs[0..nspecs) ready, as tilec_rt_get_kernel would one after
+ * another, on nthreads threads (the calling thread among them; 0: one per online processor; at
+ * most nspecs and 256): a server warms up the kernels it will need in one call. Entries are
+ * compiled in parallel (the compiler takes each request on its own parse of the sources) and
+ * loaded one at a time; an entry already in memory costs a lookup, one in the disk cache a read
+ * and a module load, and a key given twice is built once. A failure does not stop the others.
+ * statuses, if not NULL, receives each entry's status (nspecs of them). The kernels stay in
+ * the library as if tilec_rt_get_kernel had returned them: later calls find them in memory.
+ * Returns TILEC_OK if every entry succeeded; otherwise the status of the first failing entry
+ * (by index), with a message naming it and saying why.
+ * Errors: TILEC_ERROR_INVALID_ARGUMENT (lib NULL, specs NULL with nspecs > 0, a negative count,
+ *         an entry whose kernel is NULL); and those of tilec_rt_get_kernel, per entry. */
+TILEC_RT_API tilec_status tilec_rt_warm_up(tilec_rt_library *lib, const tilec_rt_spec *specs, int nspecs, int nthreads,
+                                           tilec_status *statuses);
+
 /* The kernel's signature in the "tilec-sig 1" text format (see tilec/compiler.h). Owned by the
  * kernel. NULL if k is NULL. */
 TILEC_RT_API const char *tilec_rt_kernel_signature(const tilec_rt_kernel *k);
