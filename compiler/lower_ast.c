@@ -190,7 +190,13 @@ static bool lower_view(Lower *L, Expr *e, Region *r)
 {
     Type *t = e->type;
     TBuf *b = tir_buf(L->k, "view", SC_GLOBAL, t->dt, t->rank, NULL);
+    /* the address is taken once, where the view is made (codegen casts it at each use) */
     b->addr = lower_expr(L, e->args.v[0]);
+    if (b->addr->kind != TX_CONST && b->addr->kind != TX_VAR && b->addr->kind != TX_PARAM) {
+        TVar *av = tir_var(L->k, "view", b->addr->dt, false);
+        emit(L, ts_decl(L->k, av, b->addr));
+        b->addr = tx_var(L->k, av);
+    }
     b->align = dtype_storage_bytes(t->dt);
     Expr *shape = e->args.v[1];
     for (int i = 0; i < t->rank; i++) {
