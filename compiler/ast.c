@@ -231,6 +231,17 @@ void ast_print_type(StrBuf *out, const TypeExpr *t)
             sb_puts(out, " optional");
         sb_puts(out, ")");
         break;
+    case TE_TILE:
+        sb_printf(out, "(tile %s ", scope_name(t->scope));
+        ast_print_type(out, t->elem);
+        sb_puts(out, " [");
+        for (int i = 0; i < t->dims.n; i++) {
+            if (i)
+                sb_puts(out, " ");
+            ast_print_expr(out, t->dims.v[i]);
+        }
+        sb_puts(out, "])");
+        break;
     case TE_TUPLE:
         sb_puts(out, "(tuple");
         for (int i = 0; i < t->nelems; i++) {
@@ -678,6 +689,16 @@ void ast_print_type_src(StrBuf *out, const TypeExpr *t)
         }
         if (t->optional)
             sb_puts(out, "?");
+        break;
+    case TE_TILE:
+        sb_printf(out, "%s ", scope_name(t->scope));
+        ast_print_type_src(out, t->elem);
+        sb_puts(out, "[");
+        for (int i = 0; i < t->dims.n; i++) {
+            if (i) sb_puts(out, ", ");
+            ast_print_src(out, t->dims.v[i]);
+        }
+        sb_puts(out, "]");
         break;
     }
 }

@@ -26,14 +26,15 @@ typedef struct ConstVal {
 } ConstVal;
 
 /* ---- syntactic types ---- */
-typedef enum { TE_NAMED, TE_PRIM, TE_TENSOR, TE_TUPLE } TypeExprKind;
+typedef enum { TE_NAMED, TE_PRIM, TE_TENSOR, TE_TUPLE, TE_TILE } TypeExprKind;
 struct TypeExpr {
     TypeExprKind kind;
     Loc loc;
     DType prim;          /* TE_PRIM */
     const char *name;    /* TE_NAMED: a `type` generic */
-    TypeExpr *elem;      /* TE_TENSOR element */
-    ExprList dims;       /* TE_TENSOR shape */
+    TypeExpr *elem;      /* TE_TENSOR / TE_TILE element */
+    ExprList dims;       /* TE_TENSOR / TE_TILE shape */
+    Scope scope;         /* TE_TILE: a fn parameter `t: frag f32[R, C]` (shared, frag or local) */
     ExprList strides;    /* TE_TENSOR: explicit strides, n == 0 when omitted */
     bool optional;       /* TE_TENSOR followed by `?` */
     TypeExpr **elems;    /* TE_TUPLE */
@@ -93,10 +94,21 @@ struct Expr {
 
 /* A fn call, instantiated for one call site: sema checks a copy of the body with the
  * parameters bound to the arguments; TIR lowering inlines it. */
+/* A shape or stride name of a fn's tensor parameter whose value is known only at run time: TIR
+ * lowering binds it to the argument's extent (or stride) `axis`. */
+typedef struct ShapeBind {
+    Sym *sym;
+    int param;
+    int axis;
+    bool stride;
+} ShapeBind;
+
 typedef struct InlineCall {
     struct Item *fn;
     Sym **params;             /* one per fn parameter, bound to the argument */
     int nparams;
+    ShapeBind *shapes;        /* run-time shape and stride names of tensor parameters */
+    int nshapes;
     StmtList body;
     Type *ret;
     void *tuple_bind;         /* lowering: the variables holding a tuple result */

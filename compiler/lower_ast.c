@@ -14,6 +14,7 @@ typedef struct Bind {
     TExpr *expr;
     TVar *var;
     Region region;
+    TExpr *ext[TL_MAX_RANK];   /* BIND_REGION of a tensor: the run-time extents (NULL: constant) */
     TBuf *buf;
     TVar **tuple;
     int ntuple;
@@ -282,6 +283,56 @@ static bool lower_region(Lower *L, Expr *e, Region *r)
     return false;
 }
 
+/* The extent of dimension `dim` of the region e when only the run time knows it (for the shape
+ * names of a fn's tensor parameters): the tensor's extent, or hi - lo of the slice that cut it. */
+static TExpr *region_extent(Lower *L, Expr *e, int dim)
+{
+    TKernel *k = L->k;
+    if (e->type && (e->type->kind == TY_TENSOR || e->type->kind == TY_TILE) && dim < e->type->rank && e->type->dims[dim] >= 0)
+        return tx_const_int(k, DT_I32, e->type->dims[dim]);
+    switch (e->kind) {
+    case EX_NAME: {
+        Bind *b = e->sym ? e->sym->tir : NULL;
+        if (b && b->kind == BIND_BUF && b->buf->gdim[dim])
+            return b->buf->gdim[dim];
+        if (b && b->kind == BIND_REGION && b->ext[dim])
+            return b->ext[dim];
+        break;
+    }
+    case EX_MEMBER: return region_extent(L, e->a, 1 - dim);
+    case EX_INDEX:
+        for (int i = 0, r = 0; i < e->args.n; i++) {
+            Expr *ix = e->args.v[i];
+            if (ix->kind != EX_SLICE || r++ != dim)
+                continue;
+            TExpr *hi = ix->b ? as_i32(L, lower_expr(L, ix->b)) : region_extent(L, e->a, i);
+            return ix->a ? tx_bin(k, OP_SUB, hi, as_i32(L, lower_expr(L, ix->a))) : hi;
+        }
+        break;
+    case EX_CALL:
+        if (e->builtin == BI_VIEW)
+            return as_i32(L, lower_expr(L, e->args.v[1]->args.v[dim]));
+        break;
+    default: break;
+    }
+    diag_ice(k->diag, "lower_ast", "no run-time extent for dimension %d of a region", dim);
+    L->ok = false;
+    return tx_const_int(k, DT_I32, 0);
+}
+
+/* a name for a region (a let or a fn parameter); a tensor's run-time extents are kept for the
+ * shape names of fns it is passed to */
+static void bind_region(Lower *L, Bind *b, Expr *e)
+{
+    b->kind = BIND_REGION;
+    lower_region(L, e, &b->region);
+    if (e->type->kind != TY_TENSOR)
+        return;
+    for (int i = 0; i < e->type->rank; i++)
+        if (e->type->dims[i] < 0)
+            b->ext[i] = region_extent(L, e, i);
+}
+
 /* element of a region: buffer indices for region-relative indices */
 static void region_element(Lower *L, Region *r, TExpr **ridx, TExpr **bidx)
 {
@@ -320,9 +371,17 @@ static TExpr *lower_inline(Lower *L, Expr *call)
         Sym *ps = ic->params[i];
         Expr *arg = call->args.v[i];
         Bind *b = bind_of(L, ps);
-        if (arg->type->kind == TY_TENSOR) {
-            b->kind = BIND_REGION;
-            lower_region(L, arg, &b->region);
+        if (ps->kind == SYM_STORAGE && ps->tile_whole) {
+            /* the caller's tile itself, so that `parallel` walks it with its layout */
+            Region r;
+            if (lower_region(L, arg, &r)) {
+                b->kind = BIND_BUF;
+                b->buf = r.buf;
+            }
+            continue;
+        }
+        if (arg->type->kind == TY_TENSOR || arg->type->kind == TY_TILE) {
+            bind_region(L, b, arg);
             continue;
         }
         TExpr *v = tx_cvt(k, dt_of(ps->type), lower_expr(L, arg), RND_DEFAULT);
@@ -331,6 +390,31 @@ static TExpr *lower_inline(Lower *L, Expr *call)
             b->expr = v;
         } else {
             TVar *tv = tir_var(k, ps->name, v->dt, false);
+            emit(L, ts_decl(k, tv, v));
+            b->kind = BIND_VAR;
+            b->var = tv;
+        }
+    }
+    /* shape and stride names of tensor parameters that only the run time knows */
+    for (int i = 0; i < ic->nshapes; i++) {
+        ShapeBind *sb = &ic->shapes[i];
+        if (!sb->sym->used)
+            continue;
+        Expr *arg = call->args.v[sb->param];
+        TExpr *v;
+        if (sb->stride) {
+            Region r;
+            lower_region(L, arg, &r);
+            v = r.buf->gstride[r.src_dim[sb->axis]];
+        } else {
+            v = region_extent(L, arg, sb->axis);
+        }
+        Bind *b = bind_of(L, sb->sym);
+        if (v->kind == TX_CONST) {
+            b->kind = BIND_EXPR;
+            b->expr = v;
+        } else {
+            TVar *tv = tir_var(k, sb->sym->name, v->dt, false);
             emit(L, ts_decl(k, tv, v));
             b->kind = BIND_VAR;
             b->var = tv;
@@ -634,8 +718,7 @@ static void lower_stmt(Lower *L, Stmt *st)
         Sym *s = st->syms[0];
         Bind *b = bind_of(L, s);
         if (s->type->kind == TY_TENSOR || s->type->kind == TY_TILE) {
-            b->kind = BIND_REGION;
-            lower_region(L, st->e, &b->region);
+            bind_region(L, b, st->e);
             break;
         }
         TExpr *v = tx_cvt(k, dt_of(s->type), lower_expr(L, st->e), RND_DEFAULT);

@@ -221,7 +221,8 @@ generic_kind
                                       diag_error(ctx->diag, @1, "a generic parameter's kind is 'int', 'bool', 'float' or 'type', not '%s'", dtype_name($1)); }
     ;
 
-/* params = param { "," param } ;  param = ident ":" type ; */
+/* params = param { "," param } ;  param = ident ":" ( type | tile_type ) ;
+   tile_type = ( "shared" | "frag" | "local" ) elem_type "[" expr_list "]" ;   (fn parameters) */
 opt_params
     : %empty                    { $$.v = NULL; $$.n = 0; }
     | param_list                { $$ = $1; }
@@ -234,6 +235,10 @@ param_list
     ;
 param
     : IDENT ':' type_expr       { memset(&$$, 0, sizeof $$); $$.name.s = $1; $$.name.loc = @1; $$.ty = $3; }
+    | IDENT ':' storage_kw elem_type '[' expr_list ']'
+        { memset(&$$, 0, sizeof $$); $$.name.s = $1; $$.name.loc = @1;
+          $$.ty = ast_type(A(ctx), TE_TILE, @3); $$.ty->loc.end = @7.end; $$.ty->scope = (Scope)$3;
+          $$.ty->elem = $4; $$.ty->dims = $6; }
     ;
 
 /* type = elem_type [ "[" expr_list "]" [ "strides" "(" expr_list ")" ] [ "?" ] ]

@@ -75,6 +75,8 @@ bool coerce(SemaCtx *s, Expr *e, Type *to, const char *what);
 Type *resolve_type(SemaCtx *s, TypeExpr *te, bool allow_tensor);
 bool is_region(const Type *t);
 bool expr_is_lvalue(SemaCtx *s, Expr *e, bool report);
+/* the tile (or tensor) a region expression is part of, through lets and tile parameters */
+Sym *sema_tile_root(const Expr *e);
 Type *default_type(Type *t);
 /* A compile-time integer: CI_KNOWN with its value in *out, CI_UNKNOWN when it depends on generic
  * values not known yet (a generic check), CI_ERROR after a diagnostic. (A separate result,

@@ -61,6 +61,8 @@ static void check_let(SemaCtx *s, Stmt *st)
     if (!ann && (t->kind == TY_UNTYPED_INT || t->kind == TY_UNTYPED_FLOAT))
         coerce(s, st->e, vt, "initializer");
     Sym *sym = sym_new(s, SYM_LET, st->names[0].s, st->names[0].loc, vt);
+    if (is_region(vt))
+        sym->tile_root = sema_tile_root(st->e);
     sym->cv = st->e->cv;
     sym->varying = st->e->varying || (s->varying_cf && st->e->cv.kind == CV_NONE);
     sym->decl = st;
@@ -199,7 +201,7 @@ static void check_assign(SemaCtx *s, Stmt *st)
     }
     if (l->kind == EX_INDEX) {
         Type *bt = l->a->type;
-        if (bt->kind == TY_TILE && bt->scope == SC_FRAG && s->parallel_level == 0)
+        if (bt->kind == TY_TILE && bt->scope == SC_FRAG && s->parallel_level <= (s->fn_ret ? s->fn_parallel_level : 0))
             ERR(l->loc, "elements of a frag can only be written inside a 'parallel' loop");
     }
     Type *rt = check_expr(s, st->e, lt->kind == TY_SCALAR ? lt : NULL);
@@ -401,6 +403,9 @@ static void check_parallel(SemaCtx *s, Stmt *st)
         ok = false;
     } else if (tile->kind != SYM_STORAGE) {
         ERR(st->target.loc, "'parallel' iterates over a shared, frag or local tile; '%s' is not one", st->target.s);
+        ok = false;
+    } else if (tile->tile_param && !tile->tile_whole) {
+        ERR(st->target.loc, "'parallel' iterates over a whole tile, and '%s' is bound to a part of one", st->target.s);
         ok = false;
     } else if (!is_err(tile->type) && tile->type->rank != st->nnames) {
         ERR(st->loc, "'%s' has %d dimension%s but the loop names %d ind%s", st->target.s, tile->type->rank,
