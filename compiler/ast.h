@@ -121,7 +121,9 @@ typedef enum {
     ST_PARALLEL, ST_RETURN, ST_BREAK, ST_CONTINUE, ST_REQUIRE,
 } StmtKind;
 
-typedef enum { FOR_SERIAL, FOR_UNROLL, FOR_PIPELINED } ForKind;
+/* FOR_TILE: `for tile t { ... }`, the walk over the tiles of a `persistent` launch (its names
+ * are the tile's coordinates; lower_ast expands it as docs/language.md §7.6 says) */
+typedef enum { FOR_SERIAL, FOR_UNROLL, FOR_PIPELINED, FOR_TILE } ForKind;
 
 typedef struct Name { const char *s; Loc loc; Sym *sym; } Name;
 
@@ -174,12 +176,17 @@ typedef struct Param {
 } Param;
 
 typedef struct Launch {
-    ExprList grid;            /* 1..3 expressions */
+    ExprList grid;            /* 1..3 expressions; for `persistent(...)`, its expansion */
     Expr *threads;
     ExprList cluster;
     bool cooperative;
     bool pdl;
     Expr *blocks_per_sm;      /* NULL: no occupancy request */
+    /* persistent(tiles = T | [T0, T1, T2], waves = W, stages = S) */
+    bool persistent;
+    ExprList tiles;           /* the tile counts, one per dimension of the tile space */
+    Expr *waves;              /* blocks per SM; NULL: blocks_per_sm's, or 1 */
+    Expr *stages;             /* NULL: 1 */
     Loc loc;
 } Launch;
 
@@ -231,6 +238,8 @@ void stmtlist_push(Arena *a, StmtList *l, Stmt *s);
 
 /* printer for `tilec emit --stage=ast` */
 Expr *ast_clone_expr(Arena *a, const Expr *e);
+/* fills l->grid with the grid a persistent launch stands for (docs/language.md §7.6) */
+void ast_expand_persistent(Arena *a, Launch *l);
 StmtList ast_clone_stmts(Arena *a, StmtList l);
 void ast_print_module(StrBuf *out, const Module *m);
 void ast_print_expr(StrBuf *out, const Expr *e);

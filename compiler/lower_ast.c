@@ -698,6 +698,69 @@ static TExpr *apply_op(Lower *L, OpKind op, TExpr *cur, TExpr *rhs, DType target
     return tx_cvt(L->k, target, tx_bin(L->k, op, a, b), RND_DEFAULT);
 }
 
+/* for tile (x, y, z) { body }, over the tiles T0 x T1 x T2 of the kernel's persistent launch
+ * (docs/language.md §7.6):
+ *   stages = 0:  for _ in 0 .. 1 { let x = block.x; let y = block.y; let z = block.z; body }
+ *   stages = S:  for [pipelined(stages = S)] t in block.x .. T0 * T1 * T2 step grid_dim.x {
+ *                    let x = t % T0; let y = t / T0 % T1; let z = t / T0 / T1; body }
+ * with x = t itself for one dimension and y = t / T0 for two; S = 1 is a plain loop. A block
+ * per tile is a loop of one iteration rather than a plain block: break and continue need nothing
+ * of their own, and LLVM treats the body as it treated the hand-written form (as a plain block,
+ * per_channel_cast_transpose's code changes: 666 PTX instructions instead of 593 on sm_90a). */
+static void lower_tile_loop(Lower *L, Stmt *st)
+{
+    TKernel *k = L->k;
+    const Launch *ln = &k->item->launch;
+    int n = st->nnames;
+    if (n < 1 || n > 3 || n != ln->tiles.n) {
+        diag_ice(k->diag, "lower_ast", "a tile loop of %d coordinates over %d tile counts", n, ln->tiles.n);
+        L->ok = false;
+        return;
+    }
+    int stages = ln->stages ? (int)ln->stages->cv.i : 1;
+    TVar *coord[3] = {0};
+    for (int i = 0; i < n; i++) {
+        coord[i] = tir_var(k, st->names[i].s, DT_I32, false);
+        Bind *b = bind_of(L, st->syms[i]);
+        b->kind = BIND_VAR;
+        b->var = coord[i];
+    }
+    TStmt *fs;
+    TStmt *saved = L->cur;
+    TStmt *body = ts_seq(k);
+    L->cur = body;
+    if (stages == 0) {
+        fs = ts_for(k, tir_var(k, "once", DT_I32, false), tx_const_int(k, DT_I32, 0), tx_const_int(k, DT_I32, 1),
+                    tx_const_int(k, DT_I32, 1), FOR_SERIAL);
+        for (int i = 0; i < n; i++)
+            emit(L, ts_decl(k, coord[i], tx_special(k, (Special)(SP_CTAID_X + i))));
+    } else {
+        TExpr *count[3] = {0};
+        for (int i = 0; i < n; i++)
+            count[i] = tx_cvt(k, DT_I32, lower_expr(L, ln->tiles.v[i]), RND_DEFAULT);
+        TExpr *total = count[0];
+        for (int i = 1; i < n; i++)
+            total = tx_bin(k, OP_MUL, total, count[i]);
+        TVar *t = n == 1 ? coord[0] : tir_var(k, "tile", DT_I32, false);
+        fs = ts_for(k, t, tx_special(k, SP_CTAID_X), total, tx_special(k, SP_NCTAID_X),
+                    stages > 1 ? FOR_PIPELINED : FOR_SERIAL);
+        fs->stages = stages > 1 ? stages : 0;
+        if (n > 1) {
+            emit(L, ts_decl(k, coord[0], tx_bin(k, OP_MOD, tx_var(k, t), count[0])));
+            TExpr *rest = tx_bin(k, OP_DIV, tx_var(k, t), count[0]);
+            emit(L, ts_decl(k, coord[1], n == 2 ? rest : tx_bin(k, OP_MOD, rest, count[1])));
+            if (n == 3) /* (t / T0) / T1 = t / (T0 * T1): two divisions, the remainders from them */
+                emit(L, ts_decl(k, coord[2], tx_bin(k, OP_DIV, rest, count[1])));
+        }
+    }
+    fs->loc = st->loc;
+    lower_stmts(L, st->body);
+    fs->body = body->body;
+    fs->nbody = body->nbody;
+    L->cur = saved;
+    emit(L, fs);
+}
+
 static void lower_stmt(Lower *L, Stmt *st)
 {
     TKernel *k = L->k;
@@ -823,6 +886,10 @@ static void lower_stmt(Lower *L, Stmt *st)
         }
         break;
     case ST_FOR: {
+        if (st->for_kind == FOR_TILE) {
+            lower_tile_loop(L, st);
+            break;
+        }
         Sym *s = st->sym;
         DType dt = dt_of(s->type);
         TVar *iv = tir_var(k, s->name, dt, false);

@@ -579,14 +579,54 @@ static void check_params(SemaCtx *s, Item *it, const GenericArgs *args)
     }
 }
 
+/* persistent(tiles = ..., waves = ..., stages = ...): the counts are evaluated on the host (the
+ * grid) and in the kernel (the tile loop's bounds), so they use the names both know; the grid
+ * itself, expanded by the parser, is checked as any grid is */
+static bool check_persistent(SemaCtx *s, Launch *l)
+{
+    int errs = s->d->nerrors;
+    if (l->tiles.n > 3)
+        ERR(l->tiles.v[3]->loc, "'tiles' counts tiles in 1 to 3 dimensions, %d given", l->tiles.n);
+    for (int i = 0; i < l->tiles.n; i++) {
+        Expr *t = l->tiles.v[i];
+        s->in_tiles = true;
+        Type *tt = check_expr(s, t, NULL);
+        s->in_tiles = false;
+        if (tt->kind == TY_ERROR)
+            continue;
+        if (tt->kind != TY_UNTYPED_INT && !(tt->kind == TY_SCALAR && dtype_is_int(tt->dt)))
+            ERR(t->loc, "a number of tiles must be an integer, found %s", ty_str(s->arena, tt));
+        else if (t->cv.kind == CV_INT && t->cv.i < 1)
+            ERR(t->loc, "a number of tiles must be positive, found %lld", (long long)t->cv.i);
+    }
+    if (l->waves) {
+        s->in_launch = true;
+        Type *wt = check_expr(s, l->waves, NULL);
+        s->in_launch = false;
+        if (wt->kind != TY_ERROR && wt->kind != TY_UNTYPED_INT && !(wt->kind == TY_SCALAR && dtype_is_int(wt->dt)))
+            ERR(l->waves->loc, "'waves' must be an integer, found %s", ty_str(s->arena, wt));
+        else if (l->waves->cv.kind == CV_INT && l->waves->cv.i < 1)
+            ERR(l->waves->loc, "'waves' is the number of blocks per SM, at least 1; found %lld", (long long)l->waves->cv.i);
+    }
+    int64_t st;
+    if (l->stages && require_const_int(s, l->stages, "the number of stages", &st) == CI_KNOWN && (st < 0 || st > 8))
+        ERR(l->stages->loc, "'persistent' takes 0 to 8 stages, found %lld", (long long)st);
+    if (l->cluster.n)
+        ERR(l->loc, "a 'persistent' launch cannot be clustered: its grid is no multiple of the cluster");
+    return s->d->nerrors == errs;
+}
+
 static void check_launch(SemaCtx *s, Item *it)
 {
     Launch *l = &it->launch;
     s->in_signature = true;
+    /* the grid a persistent launch stands for is made of its counts: after an error in them, it
+     * would only repeat the error */
+    bool grid_ok = !l->persistent || check_persistent(s, l);
     s->in_launch = true;
-    if (l->grid.n < 1 || l->grid.n > 3)
+    if (grid_ok && (l->grid.n < 1 || l->grid.n > 3))
         ERR(l->loc, "grid(...) takes 1 to 3 dimensions, %d given", l->grid.n);
-    for (int i = 0; i < l->grid.n; i++) {
+    for (int i = 0; i < l->grid.n && grid_ok; i++) {
         Expr *g = l->grid.v[i];
         Type *t = check_expr(s, g, NULL);
         if (t->kind == TY_ERROR)

@@ -332,6 +332,10 @@ static Type *check_name(SemaCtx *s, Expr *e)
             e->varying = true;
             return ty_scalar(DT_I32);
         case BI_NUM_SMS:
+            if (s->in_tiles) {
+                ERR(e->loc, "the number of tiles cannot depend on 'num_sms': the kernel's loop over the tiles counts them too");
+                return ty_error();
+            }
             if (!s->in_launch) {
                 ERR(e->loc, "'num_sms' is only available in launch expressions (grid(...)); read grid_dim.x in the body");
                 return ty_error();

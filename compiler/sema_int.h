@@ -31,6 +31,8 @@ typedef struct SemaCtx {
     int loop_parallel_level;  /* parallel level of the innermost loop */
     bool in_signature;        /* checking tensor shapes / launch expressions */
     bool in_launch;           /* launch expressions: num_sms allowed */
+    bool in_tiles;            /* the tile counts of a persistent launch: evaluated in the kernel too */
+    bool in_tile_loop;        /* inside a `for tile` body */
     bool in_require;          /* a requirement: shapes of absent tensors allowed (dropped) */
     bool varying_cf;          /* control flow depends on the thread */
     Loc varying_cf_loc;

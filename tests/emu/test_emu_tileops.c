@@ -1,9 +1,9 @@
 /* test_emu_tileops.c — tile operations beyond the shipped kernels on the emulator, with the
  * racecheck on: block-wide and 2-D cumsum (tests/codegen/tileops/cumsum.tl), pipelined
- * copy-and-sum loops (pipe_sum.tl), frag layouts with runs of rows per thread (row_run.tl), and
- * tiles and tensor slices passed to fns (fn_tiles.tl), against sequential references; the
- * inputs are integers (or integer-valued floats) so that every summation order gives the same
- * bits, except for Sinkhorn, whose reference fixes the order. */
+ * copy-and-sum loops (pipe_sum.tl), frag layouts with runs of rows per thread (row_run.tl), tiles
+ * and tensor slices passed to fns (fn_tiles.tl) and persistent launches (persistent.tl), against
+ * sequential references; the inputs are integers (or integer-valued floats) so that every
+ * summation order gives the same bits, except for Sinkhorn, whose reference fixes the order. */
 #include "emu_harness.h"
 #include "ref.h"
 
@@ -291,6 +291,79 @@ static void test_fn_views(void)
     eh_free(&k);
 }
 
+/* persistent.tl, for stages 0 (a block per tile) to 3 */
+static void test_persistent(int stages)
+{
+    char g[32];
+    snprintf(g, sizeof g, "S=%d", stages);
+    char err[2048];
+    EhKernel k;
+    if (compile("persistent.tl", "tile_scale", g, &k)) {
+        enum { M = 70, N = 150 };
+        static float x[M * N], y[M * N];
+        uint64_t seed = 11 + (uint64_t)stages;
+        for (int i = 0; i < M * N; i++)
+            x[i] = (float)((int)(eh_rand(&seed) % 201) - 100);
+        int64_t s[2] = {M, N};
+        EhArg a[3] = {eh_tensor(x, 2, s, NULL), eh_tensor(y, 2, s, NULL), eh_f32(1.5f)};
+        tl_emu_status st = eh_run(&k, a, 3, NULL, err, sizeof err);
+        EH_CHECK(st == TL_EMU_OK, "%s: %s", k.key, err);
+        for (int i = 0; i < M * N && st == TL_EMU_OK; i++)
+            if (y[i] != x[i] * 1.5f) {
+                EH_CHECK(0, "%s: element %d is %g, want %g", k.key, i, y[i], x[i] * 1.5f);
+                break;
+            }
+        eh_free(&k);
+    }
+    if (compile("persistent.tl", "tile_transpose3", g, &k)) {
+        enum { B = 3, M = 40, N = 70 };
+        static float x[B * M * N], y[B * N * M];
+        for (int i = 0; i < B * M * N; i++)
+            x[i] = (float)i;
+        memset(y, 0, sizeof y);
+        int64_t sx[3] = {B, M, N}, sy[3] = {B, N, M};
+        EhArg a[2] = {eh_tensor(x, 3, sx, NULL), eh_tensor(y, 3, sy, NULL)};
+        tl_emu_status st = eh_run(&k, a, 2, NULL, err, sizeof err);
+        EH_CHECK(st == TL_EMU_OK, "%s: %s", k.key, err);
+        int bad = 0;
+        for (int b = 0; b < B && st == TL_EMU_OK; b++)
+            for (int j = 0; j < N; j++)
+                for (int i = 0; i < M; i++)
+                    if (y[(b * N + j) * M + i] != x[(b * M + i) * N + j])
+                        EH_CHECK(bad++ < 0, "%s: y[%d, %d, %d] is %g, want %g", k.key, b, j, i, y[(b * N + j) * M + i],
+                                 x[(b * M + i) * N + j]);
+        eh_free(&k);
+    }
+    if (compile("persistent.tl", "tile_skip", g, &k)) {
+        enum { T = 23 };
+        static float x[T * 256], out[T];
+        int32_t flags[T];
+        const int limit = 17;
+        uint64_t seed = 13 + (uint64_t)stages;
+        for (int i = 0; i < T * 256; i++)
+            x[i] = (float)((int)(eh_rand(&seed) % 11) - 5);
+        for (int t = 0; t < T; t++) {
+            flags[t] = (int32_t)(eh_rand(&seed) % 3 != 0);
+            out[t] = -1e9f;
+        }
+        int64_t sx[2] = {T, 256}, st1[1] = {T};
+        EhArg a[4] = {eh_tensor(x, 2, sx, NULL), eh_tensor(flags, 1, st1, NULL), eh_tensor(out, 1, st1, NULL),
+                      eh_i32(limit)};
+        tl_emu_status st = eh_run(&k, a, 4, NULL, err, sizeof err);
+        EH_CHECK(st == TL_EMU_OK, "%s: %s", k.key, err);
+        for (int t = 0; t < T && st == TL_EMU_OK; t++) {
+            float want = -1e9f;
+            if (t <= limit && flags[t]) {
+                want = 0.0f;
+                for (int i = 0; i < 256; i++)
+                    want += x[t * 256 + i];
+            }
+            EH_CHECK(out[t] == want, "%s: out[%d] is %g, want %g", k.key, t, out[t], want);
+        }
+        eh_free(&k);
+    }
+}
+
 int main(void)
 {
     /* runs shorter than, equal to and longer than the group; 32-row runs leave threads over
@@ -310,5 +383,7 @@ int main(void)
     test_fn_sinkhorn(33, 1);
     test_fn_slices();
     test_fn_views();
+    for (int stages = 0; stages <= 3; stages++)
+        test_persistent(stages);
     return eh_finish("emu_tileops");
 }
