@@ -54,6 +54,10 @@ static Bind *bind_of(Lower *L, Sym *s)
 
 static void emit(Lower *L, TStmt *s) { ts_push(L->k, L->cur, s); }
 
+/* a fresh copy of e, for an expression that a name stands for at each of its uses */
+static TExpr *copy_operand(void *k, TExpr *e) { return e ? tx_rebuild(k, e, copy_operand, k) : NULL; }
+static TExpr *tx_copy(TKernel *k, const TExpr *e) { return tx_rebuild(k, e, copy_operand, k); }
+
 static TExpr *lower_expr(Lower *L, Expr *e);
 static bool lower_region(Lower *L, Expr *e, Region *r);
 static void lower_stmts(Lower *L, StmtList l);
@@ -558,7 +562,7 @@ static TExpr *lower_natural(Lower *L, Expr *e)
         }
         Bind *b = s->tir;
         if (b && b->kind == BIND_EXPR)
-            return b->expr;
+            return b->expr->kind == TX_CONST ? b->expr : tx_copy(k, b->expr);
         if (b && b->kind == BIND_VAR)
             return tx_var(k, b->var);
         break;
@@ -698,15 +702,58 @@ static TExpr *apply_op(Lower *L, OpKind op, TExpr *cur, TExpr *rhs, DType target
     return tx_cvt(L->k, target, tx_bin(L->k, op, a, b), RND_DEFAULT);
 }
 
+/* whether a break or continue in l leaves the loop whose body l is (those in nested loops
+ * leave those) */
+static bool leaves_loop(StmtList l)
+{
+    for (int i = 0; i < l.n; i++) {
+        const Stmt *s = l.v[i];
+        if (s->kind == ST_BREAK || s->kind == ST_CONTINUE)
+            return true;
+        if ((s->kind == ST_BLOCK || s->kind == ST_IF) && (leaves_loop(s->body) || leaves_loop(s->els)))
+            return true;
+    }
+    return false;
+}
+
+/* a coordinate of a `for tile`: a `let` emitted here, or (as_let false) its expression, written
+ * out at each use */
+static void bind_coord(Lower *L, Sym *sym, TExpr *e, bool as_let)
+{
+    Bind *b = bind_of(L, sym);
+    if (!as_let) {
+        b->kind = BIND_EXPR;
+        b->expr = e;
+        return;
+    }
+    TVar *v = tir_var(L->k, sym->name, DT_I32, false);
+    b->kind = BIND_VAR;
+    b->var = v;
+    emit(L, ts_decl(L->k, v, e));
+}
+
+/* a tile count with its compile-time selects resolved (a tile space ordered by a generic flag):
+ * codegen builds both arms of a select, and the dead arm, though removed, reorders the rest */
+static TExpr *taken(TExpr *e)
+{
+    int64_t c;
+    while (e->kind == TX_CALL && e->builtin == BI_SELECT && tx_is_const(e->args[0], &c))
+        e = e->args[c ? 1 : 2];
+    return e;
+}
+
 /* for tile (x, y, z) { body }, over the tiles T0 x T1 x T2 of the kernel's persistent launch
  * (docs/language.md §7.6):
- *   stages = 0:  for _ in 0 .. 1 { let x = block.x; let y = block.y; let z = block.z; body }
- *   stages = S:  for [pipelined(stages = S)] t in block.x .. T0 * T1 * T2 step grid_dim.x {
- *                    let x = t % T0; let y = t / T0 % T1; let z = t / T0 / T1; body }
- * with x = t itself for one dimension and y = t / T0 for two; S = 1 is a plain loop. A block
- * per tile is a loop of one iteration rather than a plain block: break and continue need nothing
- * of their own, and LLVM treats the body as it treated the hand-written form (as a plain block,
- * per_channel_cast_transpose's code changes: 666 PTX instructions instead of 593 on sm_90a). */
+ *   stages = 0:  body, with x = block.x, y = block.y, z = block.z (`let`s, z first)
+ *   stages = S:  for [pipelined(stages = S)] t in block.x .. T0 * T1 * T2 step grid_dim.x { body }
+ *                with x = t % T0, y = t / T0 % T1, z = t / T0 / T1
+ * (x = t itself for one dimension, y = t / T0 for two; S = 1 is a plain loop). In the loop the
+ * coordinates are their expressions written out at each use, which LLVM computes once. With
+ * stages = 0 the body is no loop unless it breaks or continues (then a loop of one iteration):
+ * LLVM hoists a loop's address arithmetic into its preheader even for one iteration, so that a
+ * loop of one gives batched_transpose 25 % fewer instructions but up to 127 more registers. The
+ * kernels of kernels/ written out by hand before this form had the code this gives, but for
+ * per_channel_cast_transpose's block per tile, which was a loop of one. */
 static void lower_tile_loop(Lower *L, Stmt *st)
 {
     TKernel *k = L->k;
@@ -718,12 +765,13 @@ static void lower_tile_loop(Lower *L, Stmt *st)
         return;
     }
     int stages = ln->stages ? (int)ln->stages->cv.i : 1;
-    TVar *coord[3] = {0};
-    for (int i = 0; i < n; i++) {
-        coord[i] = tir_var(k, st->names[i].s, DT_I32, false);
-        Bind *b = bind_of(L, st->syms[i]);
-        b->kind = BIND_VAR;
-        b->var = coord[i];
+    if (stages == 0 && !leaves_loop(st->body)) {
+        for (int j = 0; j < n; j++) { /* z first: x and y where their uses are */
+            int i = j == 0 ? n - 1 : j - 1;
+            bind_coord(L, st->syms[i], tx_special(k, (Special)(SP_CTAID_X + i)), true);
+        }
+        lower_stmts(L, st->body);
+        return;
     }
     TStmt *fs;
     TStmt *saved = L->cur;
@@ -732,25 +780,31 @@ static void lower_tile_loop(Lower *L, Stmt *st)
     if (stages == 0) {
         fs = ts_for(k, tir_var(k, "once", DT_I32, false), tx_const_int(k, DT_I32, 0), tx_const_int(k, DT_I32, 1),
                     tx_const_int(k, DT_I32, 1), FOR_SERIAL);
-        for (int i = 0; i < n; i++)
-            emit(L, ts_decl(k, coord[i], tx_special(k, (Special)(SP_CTAID_X + i))));
+        for (int j = 0; j < n; j++) { /* z first: x and y where their uses are */
+            int i = j == 0 ? n - 1 : j - 1;
+            bind_coord(L, st->syms[i], tx_special(k, (Special)(SP_CTAID_X + i)), true);
+        }
     } else {
         TExpr *count[3] = {0};
         for (int i = 0; i < n; i++)
-            count[i] = tx_cvt(k, DT_I32, lower_expr(L, ln->tiles.v[i]), RND_DEFAULT);
+            count[i] = taken(tx_cvt(k, DT_I32, lower_expr(L, ln->tiles.v[i]), RND_DEFAULT));
         TExpr *total = count[0];
         for (int i = 1; i < n; i++)
             total = tx_bin(k, OP_MUL, total, count[i]);
-        TVar *t = n == 1 ? coord[0] : tir_var(k, "tile", DT_I32, false);
+        TVar *t = tir_var(k, n == 1 ? st->names[0].s : "tile", DT_I32, false);
         fs = ts_for(k, t, tx_special(k, SP_CTAID_X), total, tx_special(k, SP_NCTAID_X),
                     stages > 1 ? FOR_PIPELINED : FOR_SERIAL);
         fs->stages = stages > 1 ? stages : 0;
-        if (n > 1) {
-            emit(L, ts_decl(k, coord[0], tx_bin(k, OP_MOD, tx_var(k, t), count[0])));
+        if (n == 1) {
+            Bind *b = bind_of(L, st->syms[0]);
+            b->kind = BIND_VAR;
+            b->var = t;
+        } else {
+            bind_coord(L, st->syms[0], tx_bin(k, OP_MOD, tx_var(k, t), count[0]), false);
             TExpr *rest = tx_bin(k, OP_DIV, tx_var(k, t), count[0]);
-            emit(L, ts_decl(k, coord[1], n == 2 ? rest : tx_bin(k, OP_MOD, rest, count[1])));
+            bind_coord(L, st->syms[1], n == 2 ? rest : tx_bin(k, OP_MOD, rest, count[1]), false);
             if (n == 3) /* (t / T0) / T1 = t / (T0 * T1): two divisions, the remainders from them */
-                emit(L, ts_decl(k, coord[2], tx_bin(k, OP_DIV, rest, count[1])));
+                bind_coord(L, st->syms[2], tx_bin(k, OP_DIV, rest, count[1]), false);
         }
     }
     fs->loc = st->loc;
