@@ -10,6 +10,7 @@ Expr *ast_expr(Arena *a, ExprKind k, Loc loc)
     e->kind = k;
     e->loc = loc;
     e->depth = 1;
+    e->height = 1;
     return e;
 }
 

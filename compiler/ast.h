@@ -70,7 +70,8 @@ const char *op_spelling(OpKind op);
 struct Expr {
     ExprKind kind;
     Loc loc;
-    int depth;                /* nesting depth, bounded by TL_MAX_NESTING */
+    int depth;                /* nesting in the source (not counting binary operators): TL_MAX_NESTING */
+    int height;               /* nodes on the longest path down from here: TL_MAX_EXPR_HEIGHT */
     /* literals */
     int64_t ival;
     double fval;

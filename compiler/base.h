@@ -14,10 +14,14 @@ enum {
     TL_MAX_FILES = 256,              /* files per compilation (imports included) */
     TL_MAX_IMPORT_DEPTH = 32,
     TL_MAX_NESTING = 200,            /* expression / statement nesting depth */
+    TL_MAX_EXPR_HEIGHT = 500,        /* operations inside one another in an expression, binary ones too */
+    TL_MAX_CHECK_NESTING = 1000,     /* expressions and statements one inside the other, through inlining */
     TL_MAX_ERRORS = 20,              /* errors printed before giving up */
     TL_MAX_RANK = 6,                 /* tensor and tile rank */
     TL_MAX_TILE_ELEMS = 1 << 20,     /* elements of one shared/frag/local tile */
-    TL_MAX_UNROLL = 4096,            /* iterations of one unrolled loop */
+    TL_MAX_UNROLL = 4096,            /* iterations of one unrolled loop, and their product along a nest */
+    TL_MAX_UNROLL_TOTAL = 16384,     /* copies of unrolled loop bodies in a kernel (the sum over its loops) */
+    TL_MAX_CODE_SIZE = 1 << 16,      /* operations of a kernel's code after lowering and unrolling */
     TL_MAX_SPECIALIZATIONS = 4096,   /* instances of one `specialize` declaration */
     TL_MAX_IDENT = 128,
     TL_MAX_INLINE_DEPTH = 32,        /* nested fn calls being inlined */

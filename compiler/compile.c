@@ -51,6 +51,11 @@ bool compile_specialization(Compilation *c, const CompileRequest *rq, CompileRes
         !run_pass(c, rq, k, TIR_AFTER_SMEM_PLAN, pass_smem_plan, errs))
         return false;
     tool_phase("tir passes", &t);
+    if (tir_code_size(k->body, TL_MAX_CODE_SIZE) > TL_MAX_CODE_SIZE) {
+        const TStmt *at = tir_code_size_culprit(k->body, TL_MAX_CODE_SIZE);
+        tir_code_size_error(k, at ? at->loc : rq->kernel->name.loc);
+        return false;
+    }
     StrBuf sig = {0};
     if (!signature_write(&sig, k, &c->diag)) {
         sb_free(&sig);

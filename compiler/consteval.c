@@ -11,8 +11,6 @@ ConstVal cv_float(double v) { ConstVal c = {0}; c.kind = CV_FLOAT; c.f = v; retu
 ConstVal cv_bool(bool v) { ConstVal c = {0}; c.kind = CV_BOOL; c.b = v; return c; }
 ConstVal cv_unknown(void) { ConstVal c = {0}; c.kind = CV_UNKNOWN; return c; }
 
-static bool exact_in_half(double d, DType dt);
-
 float tl_f32_round(double d)
 {
     return (float)d; /* round to nearest even, as the target does */
@@ -30,22 +28,98 @@ static int64_t wrap_int(int64_t v, DType dt)
     return (int64_t)u;
 }
 
+/* The values of the float types, for rounding constants: precision (mantissa bits), the exponent
+ * of the smallest normal value, the largest finite value, whether the type has infinities and
+ * NaNs, and whether its conversions saturate (FP8 and FP4: §13.1) instead of overflowing. */
+typedef struct FloatFormat {
+    int mant, emin;
+    double max;
+    bool inf, nan, saturates;
+} FloatFormat;
+
+static bool float_format(DType dt, FloatFormat *f)
+{
+    static const struct { DType dt; FloatFormat f; } formats[] = {
+        {DT_F16, {10, -14, 65504.0, true, true, false}},
+        {DT_BF16, {7, -126, 0x1.fep127, true, true, false}},
+        {DT_F32, {23, -126, 0x1.fffffep127, true, true, false}},
+        {DT_E4M3, {3, -6, 448.0, false, true, true}},
+        {DT_E5M2, {2, -14, 57344.0, true, true, true}},
+        {DT_E2M1, {1, 0, 6.0, false, false, true}},
+    };
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+        if (formats[i].dt == dt) {
+            *f = formats[i].f;
+            return true;
+        }
+    return false;
+}
+
+/* d rounded once to a float type, to nearest with ties to even, as the type's conversion from
+ * f32 does (§13.1): past the largest finite value, ±inf, or that value for the saturating types
+ * (which also take infinities to it, and NaN to +6 for e2m1, as the hardware does). *over: the
+ * value was finite and left the finite range, or cannot be represented (an infinity or NaN the
+ * type lacks). */
+static double round_float(double d, DType dt, bool *over)
+{
+    *over = false;
+    FloatFormat f;
+    if (dt == DT_F64 || !float_format(dt, &f))
+        return d;
+    if (isnan(d)) {
+        *over = !f.nan;
+        return f.nan ? d : f.max;
+    }
+    double a = fabs(d), r;
+    if (isinf(d)) {
+        *over = !f.inf || f.saturates;
+        r = f.saturates ? f.max : a;
+    } else if (a == 0) {
+        r = a;
+    } else {
+        int e;
+        frexp(a, &e); /* a = m * 2^e, m in [0.5, 1): the leading bit is 2^(e - 1) */
+        int q = (e - 1 > f.emin ? e - 1 : f.emin) - f.mant; /* the spacing of values around a: 2^q */
+        r = ldexp(nearbyint(ldexp(a, -q)), q);              /* ties to even (the default rounding mode) */
+        if (r > f.max) {
+            *over = true;
+            r = f.saturates ? f.max : INFINITY;
+        }
+    }
+    return copysign(r, d);
+}
+
+/* an integer rounded once to a float type: below 2^53 it is exact as a double; above, it is
+ * rounded here, since rounding it to a double first could make a tie of a value that is not */
+static double round_int(int64_t v, DType dt, bool *over)
+{
+    FloatFormat f;
+    uint64_t a = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    if (a < (1ull << 53) || dt == DT_F64 || !float_format(dt, &f))
+        return round_float((double)v, dt, over);
+    int q = 63 - __builtin_clzll(a) - f.mant; /* q > 0: the spacing of values around a is 2^q */
+    uint64_t rem = a & ((1ull << q) - 1), half = 1ull << (q - 1);
+    a >>= q;
+    if (rem > half || (rem == half && (a & 1)))
+        a++;
+    return round_float(copysign(ldexp((double)a, q), (double)v), dt, over); /* exact now: checks the range */
+}
+
 bool cv_fits(ConstVal v, DType dt)
 {
+    if (dtype_is_float(dt) && (v.kind == CV_INT || v.kind == CV_FLOAT)) {
+        bool over;
+        if (v.kind == CV_INT)
+            round_int(v.i, dt, &over);
+        else
+            round_float(v.f, dt, &over);
+        return !over;
+    }
     if (v.kind != CV_INT)
         return true;
     if (dt == DT_U64)
         return v.i >= 0;
     return wrap_int(v.i, dt) == v.i;
-}
-
-static double round_to(double d, DType dt)
-{
-    switch (dt) {
-    case DT_F32: return (double)(float)d;
-    case DT_F64: return d;
-    default: return (double)(float)d; /* 16-bit and narrower floats are folded via f32 only when exact */
-    }
 }
 
 ConstVal cv_convert(ConstVal v, DType to, bool *lossy)
@@ -81,45 +155,25 @@ ConstVal cv_convert(ConstVal v, DType to, bool *lossy)
         }
         return v;
     }
-    if (k == DK_FLOAT || k == DK_HALF) {
-        double d = v.kind == CV_INT ? (double)v.i : v.kind == CV_FLOAT ? v.f : v.kind == CV_BOOL ? (double)v.b : 0;
-        double r = round_to(d, to);
-        if (v.kind == CV_INT && (double)v.i != d)
-            *lossy = true;
+    if (k == DK_FLOAT || k == DK_HALF || k == DK_FP8 || k == DK_FP4) {
+        /* rounded once from the exact value */
+        bool over;
+        if (v.kind == CV_INT) {
+            double r = round_int(v.i, to, &over);
+            if (r >= 0x1p63 || r < -0x1p63 || (int64_t)r != v.i)
+                *lossy = true;
+            return cv_float(r);
+        }
+        double d = v.kind == CV_FLOAT ? v.f : v.kind == CV_BOOL ? (double)v.b : 0;
+        double r = round_float(d, to, &over);
         if (r != d && !(isnan(r) && isnan(d)))
             *lossy = true;
-        if (k == DK_HALF && !exact_in_half(d, to)) {
-            /* values not exact in the 16-bit format are converted at run time */
-            ConstVal n = {0};
-            n.kind = CV_NONE;
-            return n;
-        }
         return cv_float(r);
     }
-    /* fp8 / fp4 / ue8m0 constants are not folded: conversions happen at run time */
+    /* ue8m0 constants are not folded: the conversion happens at run time */
     ConstVal n = {0};
     n.kind = CV_NONE;
     return n;
-}
-
-static bool exact_in_half(double d, DType dt)
-{
-    if (d == 0 || isnan(d))
-        return true;
-    double a = fabs(d);
-    if (dt == DT_BF16) {
-        float f = (float)d;
-        uint32_t bits;
-        memcpy(&bits, &f, 4);
-        return (double)f == d && (bits & 0xFFFF) == 0;
-    }
-    if (a > 65504)
-        return false;
-    int e;
-    frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
-    int shift = a < 0x1p-14 ? 24 : 11 - e;
-    double scaled = ldexp(a, shift);
-    return scaled == trunc(scaled);
 }
 
 static bool is_unsigned(DType dt) { return dtype_kind(dt) == DK_UINT; }
@@ -172,6 +226,8 @@ ConstVal cv_binary(OpKind op, ConstVal a, ConstVal b, DType dt, const char **err
                 ov = __builtin_mul_overflow(x, y, &r);
             else if (op == OP_SHL && y >= 0 && y < 63)
                 ov = (x > (INT64_MAX >> y)) || (x < (INT64_MIN >> y));
+            else if (op == OP_DIV || op == OP_MOD)
+                ov = x == INT64_MIN && y == -1; /* the quotient 2^63 does not fit, nor a - (a / b) * b */
             if (ov) {
                 *err = "integer overflow (beyond 64 bits)";
                 return none;
@@ -261,13 +317,18 @@ ConstVal cv_binary(OpKind op, ConstVal a, ConstVal b, DType dt, const char **err
     return none;
 }
 
-ConstVal cv_unary(OpKind op, ConstVal a, DType dt)
+ConstVal cv_unary(OpKind op, ConstVal a, DType dt, const char **err)
 {
     ConstVal none = {0};
+    *err = NULL;
     if (a.kind == CV_UNKNOWN)
         return a;
     switch (op) {
     case OP_NEG:
+        if (a.kind == CV_INT && dt == DT_NONE && a.i == INT64_MIN) {
+            *err = "integer overflow (beyond 64 bits)"; /* untyped constants do not wrap */
+            return none;
+        }
         if (a.kind == CV_INT)
             return cv_int(dt == DT_NONE ? (int64_t)(0 - (uint64_t)a.i) : wrap_int((int64_t)(0 - (uint64_t)a.i), dt));
         if (a.kind == CV_FLOAT)
@@ -292,7 +353,7 @@ void cv_print(StrBuf *out, ConstVal v)
     case CV_INT: sb_printf(out, "%lld", (long long)v.i); break;
     case CV_FLOAT: {
         char buf[64];
-        snprintf(buf, sizeof buf, "%.9g", v.f);
+        snprintf(buf, sizeof buf, "%.9g", isnan(v.f) ? NAN : v.f); /* "nan", whatever its sign bit */
         if (!strpbrk(buf, ".eEn"))
             strcat(buf, ".0");
         sb_puts(out, buf);

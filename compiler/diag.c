@@ -38,8 +38,9 @@ int diag_add_file(DiagEngine *d, const char *path, const char *text, size_t len)
     f->line_starts = tl_xmalloc(sizeof(uint32_t) * (size_t)cap);
     f->line_starts[0] = 0;
     f->nlines = 1;
+    /* a line ends at LF, CR LF or a lone CR, as in the lexer */
     for (size_t i = 0; i < len; i++) {
-        if (text[i] == '\n') {
+        if (text[i] == '\n' || (text[i] == '\r' && (i + 1 == len || text[i + 1] != '\n'))) {
             if (f->nlines == cap) {
                 cap *= 2;
                 f->line_starts = tl_xrealloc(f->line_starts, sizeof(uint32_t) * (size_t)cap);

@@ -105,7 +105,7 @@ static bool has_optional_param(const Item *k)
  * (no generics, no optional tensors) */
 static void check_all(Compilation *c, const int *sms, int nsm)
 {
-    bool has_spec[4096] = {0};
+    bool *has_spec = tl_xcalloc((size_t)c->next_sym_id + 1, sizeof(bool)); /* by the kernel's symbol */
     for (int i = 0; i < c->nitems; i++) {
         Item *it = c->items[i];
         if (it->kind != IT_SPECIALIZE)
@@ -124,13 +124,13 @@ static void check_all(Compilation *c, const int *sms, int nsm)
                 break; /* one failing instance is enough to show */
             }
         }
-        if (k && k->sym && k->sym->id < 4096)
+        if (k && k->sym)
             has_spec[k->sym->id] = true;
         free(args);
     }
     for (int i = 0; i < c->nitems; i++) {
         Item *it = c->items[i];
-        if (it->kind == IT_KERNEL && !(it->sym && it->sym->id < 4096 && has_spec[it->sym->id])) {
+        if (it->kind == IT_KERNEL && !(it->sym && has_spec[it->sym->id])) {
             GenericArgs none;
             if (it->ngenerics == 0 && !has_optional_param(it) && sema_generic_args_from_strings(c, it, NULL, 0, &none))
                 lower_one(c, it, &none, sms, nsm);
@@ -140,6 +140,7 @@ static void check_all(Compilation *c, const int *sms, int nsm)
             sema_fn_generic(c, it);
         }
     }
+    free(has_spec);
 }
 
 int driver_check(const DriverOptions *o, const char *file)
@@ -155,7 +156,7 @@ int driver_check(const DriverOptions *o, const char *file)
     return rc;
 }
 
-static void list_kernel(StrBuf *out, Compilation *c, Item *k)
+static void list_kernel(StrBuf *out, Item *k, int nspec)
 {
     sb_printf(out, "kernel %s", k->name.s);
     if (k->ngenerics) {
@@ -236,22 +237,32 @@ static void list_kernel(StrBuf *out, Compilation *c, Item *k)
         }
         sb_puts(out, "\n");
     }
-    /* declared specialisations */
-    int total = 0;
-    for (int i = 0; i < c->nitems; i++) {
-        Item *it = c->items[i];
-        if (it->kind == IT_SPECIALIZE && strcmp(it->name.s, k->name.s) == 0) {
-            Item *kk;
-            GenericArgs *args = tl_xmalloc(sizeof(GenericArgs) * TL_MAX_SPECIALIZATIONS);
-            int n = sema_expand_specialize(c, it, &kk, args, TL_MAX_SPECIALIZATIONS);
-            if (n > 0)
-                total += n;
-            free(args);
-        }
-    }
-    if (total)
-        sb_printf(out, "  specialisations: %d\n", total);
+    if (nspec)
+        sb_printf(out, "  specialisations: %d\n", nspec);
     sb_puts(out, "\n");
+}
+
+/* every kernel with the number of instances its `specialize` declarations make: one walk over
+ * the declarations, each expanded once (not once per kernel) */
+static void list_all(StrBuf *out, Compilation *c)
+{
+    int *nspec = tl_xcalloc((size_t)c->next_sym_id + 1, sizeof(int)); /* by the kernel's symbol */
+    GenericArgs *args = tl_xmalloc(sizeof(GenericArgs) * TL_MAX_SPECIALIZATIONS);
+    for (int i = 0; i < c->nitems; i++) {
+        Item *k = NULL;
+        if (c->items[i]->kind != IT_SPECIALIZE)
+            continue;
+        int n = sema_expand_specialize(c, c->items[i], &k, args, TL_MAX_SPECIALIZATIONS);
+        if (n > 0 && k && k->sym)
+            nspec[k->sym->id] += n;
+    }
+    free(args);
+    for (int i = 0; i < c->nitems; i++) {
+        Item *k = c->items[i];
+        if (k->kind == IT_KERNEL)
+            list_kernel(out, k, k->sym ? nspec[k->sym->id] : 0);
+    }
+    free(nspec);
 }
 
 int driver_list(const DriverOptions *o, const char *file)
@@ -259,9 +270,7 @@ int driver_list(const DriverOptions *o, const char *file)
     Compilation c;
     StrBuf out = {0};
     if (driver_load(&c, o, file, true))
-        for (int i = 0; i < c.nitems; i++)
-            if (c.items[i]->kind == IT_KERNEL)
-                list_kernel(&out, &c, c.items[i]);
+        list_all(&out, &c);
     int rc = driver_flush(&c);
     if (rc == 0 && out.len)
         fwrite(out.data, 1, out.len, stdout);

@@ -12,13 +12,15 @@ typedef struct LayoutPass {
 
 static int64_t pow2_part(int64_t v) { return v & -v; }
 
-/* vector width for a frag from the element size on the memory side of its first copy */
-static int choose_vec(TKernel *k, TBuf *f, int mem_es)
+/* vector width for a frag from the element size on the memory side of its first copy (packed:
+ * that side is e2m1, whose elements move in pairs, whatever the frag holds) */
+static int choose_vec(TKernel *k, TBuf *f, int mem_es, bool packed)
 {
     if (f->vec_hint)
         return f->vec_hint;
     int64_t v = 16 / (mem_es > 0 ? mem_es : dtype_storage_bytes(f->dt));
-    if (f->dt == DT_E2M1 && v < 2)
+    packed |= f->dt == DT_E2M1;
+    if (packed && v < 2)
         v = 2;
     int64_t inner = pow2_part(f->shape[f->rank - 1]);
     if (v > inner)
@@ -28,17 +30,57 @@ static int choose_vec(TKernel *k, TBuf *f, int mem_es)
         elems *= f->shape[d];
     while (v > 1 && elems < (int64_t)k->nthreads * v)
         v /= 2;
-    if (f->dt == DT_E2M1 && v < 2 && inner >= 2)
+    if (packed && v < 2 && inner >= 2)
         v = 2; /* whole bytes */
     return (int)(v < 1 ? 1 : v);
 }
 
-static void assign_default(LayoutPass *P, TBuf *f, int mem_es)
+static void assign_default(LayoutPass *P, TBuf *f, int mem_es, bool packed)
 {
     if (f->layout || f->scope != SC_FRAG)
         return;
-    int v = choose_vec(P->k, f, mem_es);
+    int v = choose_vec(P->k, f, mem_es, packed);
     f->layout = layout_default(P->k->arena, f->rank, f->shape, P->k->nthreads, v, f->tpr_hint, f->row_run_hint);
+}
+
+/* e2m1 in shared or global memory: two elements per byte (frags and locals hold one per register) */
+static bool packed_memory(const TBuf *b) { return b->dt == DT_E2M1 && (b->scope == SC_SHARED || b->scope == SC_GLOBAL); }
+
+/* A copy moves packed e2m1 elements in whole bytes: along the buffer's last dimension, an even
+ * number of them from an even index. False after a diagnostic. */
+static bool check_packed_side(TKernel *k, const TStmt *s, const Region *r)
+{
+    const TBuf *b = r->buf;
+    if (!packed_memory(b))
+        return true;
+    int last = b->rank - 1;
+    if (r->rank == 0 || r->src_dim[r->rank - 1] != last) {
+        diag_error(k->diag, s->loc, "e2m1 elements are packed two per byte along the last dimension; this copy moves '%s' "
+                   "along another one (a transposed view or a single column), which would split the bytes", b->name);
+        return false;
+    }
+    int64_t n = r->extent[r->rank - 1];
+    if (n % 2) {
+        diag_error(k->diag, s->loc, "e2m1 elements are packed two per byte: a copy of '%s' needs an even extent along the last "
+                   "dimension, found %lld", b->name, (long long)n);
+        return false;
+    }
+    if (tir_known_div(k, r->start[last]) % 2) {
+        diag_error(k->diag, s->loc, "e2m1 elements are packed two per byte: a copy of '%s' must start at an index along the "
+                   "last dimension that is known to be even", b->name);
+        return false;
+    }
+    return true;
+}
+
+/* the other side of a copy of packed e2m1: a frag's runs of registers pair up with the bytes */
+static bool check_packed_frag(TKernel *k, const TStmt *s, const TBuf *f, const TBuf *mem)
+{
+    if (!packed_memory(mem) || f->scope != SC_FRAG || !f->layout || f->layout->vec % 2 == 0)
+        return true;
+    diag_error(k->diag, s->loc, "frag '%s' is copied from or to e2m1 memory (two elements per byte) but its layout has runs "
+               "of %d element; give it layout(vec = 2) or more", f->name, f->layout->vec);
+    return false;
 }
 
 static bool region_is_whole(const Region *r)
@@ -111,19 +153,22 @@ static void visit(LayoutPass *P, TStmt *s)
             P->ok = false;
         }
         if (db->scope == SC_FRAG)
-            assign_default(P, db, sb->scope == SC_FRAG ? 0 : dtype_storage_bytes(sb->dt));
+            assign_default(P, db, sb->scope == SC_FRAG ? 0 : dtype_storage_bytes(sb->dt), packed_memory(sb));
         if (sb->scope == SC_FRAG)
-            assign_default(P, sb, db->scope == SC_FRAG ? 0 : dtype_storage_bytes(db->dt));
+            assign_default(P, sb, db->scope == SC_FRAG ? 0 : dtype_storage_bytes(db->dt), packed_memory(db));
+        if (!check_packed_side(k, s, &s->src) || !check_packed_side(k, s, &s->dst) || !check_packed_frag(k, s, db, sb) ||
+            !check_packed_frag(k, s, sb, db))
+            P->ok = false;
         if (sb->scope == SC_SHARED && db->scope == SC_GLOBAL)
             sb->transposed_access |= s->src.src_dim[s->src.rank - 1] != sb->rank - 1;
         if (db->scope == SC_SHARED && sb->scope == SC_GLOBAL)
             db->transposed_access |= s->dst.src_dim[s->dst.rank - 1] != db->rank - 1;
         break;
     }
-    case TS_FILL: assign_default(P, s->dst.buf, 0); break;
+    case TS_FILL: assign_default(P, s->dst.buf, 0, false); break;
     case TS_REDUCE: {
         TBuf *src = s->src.buf, *dst = s->dst.buf;
-        assign_default(P, src, 0);
+        assign_default(P, src, 0, false);
         if (!src->layout)
             break;
         Layout *want = layout_reduce(k->arena, src->layout, s->dim, s->group);
@@ -145,13 +190,13 @@ static void visit(LayoutPass *P, TStmt *s)
         break;
     }
     case TS_CUMSUM:
-        assign_default(P, s->src.buf, 0);
+        assign_default(P, s->src.buf, 0, false);
         if (!s->dst.buf->layout)
             s->dst.buf->layout = s->src.buf->layout;
         break;
     case TS_PARALLEL:
         if (s->ptile->scope == SC_FRAG) {
-            assign_default(P, s->ptile, 0);
+            assign_default(P, s->ptile, 0, false);
             infer_from_body(P, s->ptile, s->body, s->nbody);
         }
         visit_list(P, s->body, s->nbody);
@@ -173,7 +218,7 @@ bool pass_layout(TKernel *k)
     /* frags never defined by a tile op still need one (e.g. written in a parallel loop first) */
     for (int i = 0; i < k->nbufs; i++)
         if (k->bufs[i]->scope == SC_FRAG && !k->bufs[i]->layout)
-            assign_default(&P, k->bufs[i], 0);
+            assign_default(&P, k->bufs[i], 0, false);
     /* shared tiles read or written column-wise: a transposing copy reads V x R micro-tiles (R
      * rows of V elements, transpose_rows), R rows at a time. Rows of a multiple of 128 bytes get an
      * XOR swizzle of their 16-byte chunks by (row / R) % 8, which spreads those rows over all

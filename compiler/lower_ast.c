@@ -66,18 +66,17 @@ static TExpr *const_of(Lower *L, ConstVal cv, DType dt)
 {
     if (cv.kind == CV_BOOL)
         return tx_bool(L->k, cv.b);
-    if (cv.kind == CV_INT) {
-        if (dtype_is_float(dt))
-            return tx_const_float(L->k, dt, (double)cv.i);
+    if (cv.kind == CV_INT && !dtype_is_float(dt))
         return tx_const_int(L->k, dt == DT_NONE ? DT_I32 : dt, cv.i);
-    }
-    if (cv.kind == CV_FLOAT) {
+    if (cv.kind == CV_INT || cv.kind == CV_FLOAT) {
+        double v = cv.kind == CV_INT ? (double)cv.i : cv.f;
         if (dtype_is_int(dt))
-            return tx_const_int(L->k, dt, (int64_t)cv.f);
-        /* narrow float types are converted at run time from an f32 constant */
-        if (dt != DT_F32 && dt != DT_F64)
-            return tx_cvt(L->k, dt, tx_const_float(L->k, DT_F32, cv.f), RND_DEFAULT);
-        return tx_const_float(L->k, dt == DT_NONE ? DT_F32 : dt, cv.f);
+            return tx_const_int(L->k, dt, (int64_t)v);
+        /* a constant of a narrower float type holds a value of that type (sema rounded it), so
+         * the run-time conversion from the f32 constant is exact */
+        if (dt != DT_F32 && dt != DT_F64 && dt != DT_NONE)
+            return tx_cvt(L->k, dt, tx_const_float(L->k, DT_F32, v), RND_DEFAULT);
+        return tx_const_float(L->k, dt == DT_NONE ? DT_F32 : dt, v);
     }
     return NULL;
 }

@@ -169,6 +169,21 @@ static TStmt *rw_stmt(Subst *S, TStmt *s)
     return c;
 }
 
+/* the body once per element a thread holds: more than TL_MAX_CODE_SIZE is refused before it is
+ * made (false after the diagnostic) */
+static bool within_code_size(ParallelLowering *L, TStmt *s, int64_t copies)
+{
+    TStmt body = {0};
+    body.kind = TS_SEQ;
+    body.body = s->body;
+    body.nbody = s->nbody;
+    if (copies <= 0 || tir_code_size(&body, TL_MAX_CODE_SIZE / copies) <= TL_MAX_CODE_SIZE / copies)
+        return true;
+    tir_code_size_error(L->k, s->loc);
+    L->ok = false;
+    return false;
+}
+
 static TStmt *parallel(ParallelLowering *L, TStmt *s)
 {
     TKernel *k = L->k;
@@ -184,6 +199,8 @@ static TStmt *parallel(ParallelLowering *L, TStmt *s)
             total *= t->shape[d];
         int64_t cc[TL_MAX_RANK];
         S.const_coord = cc;
+        if (!within_code_size(L, s, total))
+            return out;
         for (int64_t e = 0; e < total; e++) {
             int64_t rem = e;
             for (int d = t->rank - 1; d >= 0; d--) {
@@ -201,6 +218,8 @@ static TStmt *parallel(ParallelLowering *L, TStmt *s)
         const Layout *lay = t->layout;
         if (t->scope == SC_SHARED)
             lay = layout_default(k->arena, t->rank, t->shape, k->nthreads, 1, 0, 0);
+        if (!within_code_size(L, s, lay->nregs))
+            return out;
         S.lay = t->scope == SC_FRAG ? lay : NULL;
         S.leader = layout_leader_pred(L->k, lay);
         TExpr *tc[TL_MAX_RANK];

@@ -8,6 +8,7 @@
 typedef struct LT {
     TKernel *k;
     bool ok;
+    int64_t size; /* of the code the tile operations lowered so far make (TL_MAX_CODE_SIZE) */
 } LT;
 
 static void lower_list(LT *L, TStmt **v, int n);
@@ -45,13 +46,37 @@ static TStmt *lower_stmt(LT *L, TStmt *s)
     }
 }
 
+static bool is_tile_op(const TStmt *s)
+{
+    return s->kind == TS_COPY || s->kind == TS_FILL || s->kind == TS_REDUCE || s->kind == TS_PARALLEL ||
+           s->kind == TS_CUMSUM || s->kind == TS_GEMM;
+}
+
+/* A lowered tile operation keeps its statement's location (for diagnostics about the code it
+ * makes), and what the lowered operations make stays within TL_MAX_CODE_SIZE as it is made: false
+ * after the diagnostic, when the rest is left as it is. */
+static bool lowered(LT *L, const TStmt *s, TStmt *r)
+{
+    if (r->loc.file < 0)
+        r->loc = s->loc;
+    L->size += tir_code_size(r, TL_MAX_CODE_SIZE);
+    if (L->size <= TL_MAX_CODE_SIZE)
+        return true;
+    if (L->ok)
+        tir_code_size_error(L->k, s->loc);
+    L->ok = false;
+    return false;
+}
+
 /* A copy may take the copies after it along (lower_copy.c): their places become empty. */
 static void lower_list(LT *L, TStmt **v, int n)
 {
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && L->size <= TL_MAX_CODE_SIZE; i++) {
         TStmt *s = v[i];
         if (s->kind != TS_COPY) {
             v[i] = lower_stmt(L, s);
+            if (is_tile_op(s) && !lowered(L, s, v[i]))
+                return;
             continue;
         }
         int taken;
@@ -59,6 +84,8 @@ static void lower_list(LT *L, TStmt **v, int n)
         v[i] = s->dst.buf->scope == SC_SHARED ? fenced(L, r) : r;
         for (int m = i + 1; m < i + taken; m++)
             v[m] = ts_seq(L->k);
+        if (!lowered(L, s, v[i]))
+            return;
         i += taken - 1;
     }
 }

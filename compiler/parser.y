@@ -44,6 +44,7 @@ static Arena *A(ParseCtx *c) { return c->arena; }
 static Expr *mk_bin(ParseCtx *c, OpKind op, Expr *a, Expr *b, Loc loc);
 static Expr *mk_un(ParseCtx *c, OpKind op, Expr *a, Loc loc);
 static void check_depth(ParseCtx *c, int depth, Loc loc);
+static void nesting(ParseCtx *c, Expr *e, Loc loc);
 static int stmts_depth(StmtList l);
 static void *list_room(ParseCtx *c, void *v, int n, size_t size);
 static void push_name(ParseCtx *c, NameList *l, const char *s, Loc loc);
@@ -484,22 +485,14 @@ postfix_expr
     : primary
     | postfix_expr '(' opt_call_args ')'
         { $$ = ast_expr(A(ctx), EX_CALL, @$); $$->a = $1; $$->args = $3.args; $$->arg_names = $3.names;
-          $$->depth = $1->depth + 1;
-          for (int i = 0; i < $3.args.n; i++) if ($3.args.v[i]->depth >= $$->depth) $$->depth = $3.args.v[i]->depth + 1;
-          check_depth(ctx, $$->depth, @$); }
+          nesting(ctx, $$, @$); }
     | postfix_expr COLONCOLON '<' gexpr_list '>' '(' opt_call_args ')'
         { $$ = ast_expr(A(ctx), EX_CALL, @$); $$->a = $1; $$->targs = $4; $$->args = $7.args; $$->arg_names = $7.names;
-          $$->depth = $1->depth + 1;
-          for (int i = 0; i < $7.args.n; i++) if ($7.args.v[i]->depth >= $$->depth) $$->depth = $7.args.v[i]->depth + 1;
-          check_depth(ctx, $$->depth, @$); }
+          nesting(ctx, $$, @$); }
     | postfix_expr '[' index_list ']'
-        { $$ = ast_expr(A(ctx), EX_INDEX, @$); $$->a = $1; $$->args = $3;
-          $$->depth = $1->depth + 1;
-          for (int i = 0; i < $3.n; i++) if ($3.v[i]->depth >= $$->depth) $$->depth = $3.v[i]->depth + 1;
-          check_depth(ctx, $$->depth, @$); }
+        { $$ = ast_expr(A(ctx), EX_INDEX, @$); $$->a = $1; $$->args = $3; nesting(ctx, $$, @$); }
     | postfix_expr '.' IDENT
-        { $$ = ast_expr(A(ctx), EX_MEMBER, @$); $$->a = $1; $$->str = $3; $$->depth = $1->depth + 1;
-          check_depth(ctx, $$->depth, @$); }
+        { $$ = ast_expr(A(ctx), EX_MEMBER, @$); $$->a = $1; $$->str = $3; nesting(ctx, $$, @$); }
     ;
 primary
     : INT                       { $$ = ast_expr(A(ctx), EX_INT, @$); $$->ival = $1; }
@@ -511,24 +504,19 @@ primary
     | TYPENAME                  { $$ = ast_expr(A(ctx), EX_TYPE, @$); $$->prim = $1; }
     | '(' expr ')'              { $$ = $2; $$->depth++; check_depth(ctx, $$->depth, @$); }
     | '[' expr_list ']'
-        { $$ = ast_expr(A(ctx), EX_LIST, @$); $$->args = $2; $$->depth = 1;
-          for (int i = 0; i < $2.n; i++) if ($2.v[i]->depth >= $$->depth) $$->depth = $2.v[i]->depth + 1;
-          check_depth(ctx, $$->depth, @$); }
+        { $$ = ast_expr(A(ctx), EX_LIST, @$); $$->args = $2; nesting(ctx, $$, @$); }
     | BITCAST '<' gexpr_list '>' '(' opt_call_args ')'
         { $$ = ast_expr(A(ctx), EX_CALL, @$); $$->a = ast_expr(A(ctx), EX_NAME, @1); $$->a->str = "bitcast";
-          $$->targs = $3; $$->args = $6.args; $$->arg_names = $6.names; $$->depth = 1;
-          for (int i = 0; i < $6.args.n; i++) if ($6.args.v[i]->depth >= $$->depth) $$->depth = $6.args.v[i]->depth + 1;
-          check_depth(ctx, $$->depth, @$); }
+          $$->targs = $3; $$->args = $6.args; $$->arg_names = $6.names;
+          nesting(ctx, $$, @$); }
     | CONVERT '<' gexpr_list '>' '(' opt_call_args ')'
         { $$ = ast_expr(A(ctx), EX_CALL, @$); $$->a = ast_expr(A(ctx), EX_NAME, @1); $$->a->str = "convert";
-          $$->targs = $3; $$->args = $6.args; $$->arg_names = $6.names; $$->depth = 1;
-          for (int i = 0; i < $6.args.n; i++) if ($6.args.v[i]->depth >= $$->depth) $$->depth = $6.args.v[i]->depth + 1;
-          check_depth(ctx, $$->depth, @$); }
+          $$->targs = $3; $$->args = $6.args; $$->arg_names = $6.names;
+          nesting(ctx, $$, @$); }
     | VIEW '<' gexpr_list '>' '(' opt_call_args ')'
         { $$ = ast_expr(A(ctx), EX_CALL, @$); $$->a = ast_expr(A(ctx), EX_NAME, @1); $$->a->str = "view";
-          $$->targs = $3; $$->args = $6.args; $$->arg_names = $6.names; $$->depth = 1;
-          for (int i = 0; i < $6.args.n; i++) if ($6.args.v[i]->depth >= $$->depth) $$->depth = $6.args.v[i]->depth + 1;
-          check_depth(ctx, $$->depth, @$); }
+          $$->targs = $3; $$->args = $6.args; $$->arg_names = $6.names;
+          nesting(ctx, $$, @$); }
     ;
 
 /* call_args = [ arg { "," arg } [ "," ] ] ;  arg = expr | ident "=" expr ; */
@@ -551,11 +539,10 @@ index_list
     ;
 index_elem
     : expr                      { $$ = $1; }
-    | expr ':' expr             { $$ = ast_expr(A(ctx), EX_SLICE, @$); $$->a = $1; $$->b = $3;
-                                  $$->depth = 1 + ($1->depth > $3->depth ? $1->depth : $3->depth); }
-    | ':' expr                  { $$ = ast_expr(A(ctx), EX_SLICE, @$); $$->b = $2; $$->depth = 1 + $2->depth; }
-    | expr ':'                  { $$ = ast_expr(A(ctx), EX_SLICE, @$); $$->a = $1; $$->depth = 1 + $1->depth; }
-    | ':'                       { $$ = ast_expr(A(ctx), EX_SLICE, @$); $$->depth = 1; }
+    | expr ':' expr             { $$ = ast_expr(A(ctx), EX_SLICE, @$); $$->a = $1; $$->b = $3; nesting(ctx, $$, @$); }
+    | ':' expr                  { $$ = ast_expr(A(ctx), EX_SLICE, @$); $$->b = $2; nesting(ctx, $$, @$); }
+    | expr ':'                  { $$ = ast_expr(A(ctx), EX_SLICE, @$); $$->a = $1; nesting(ctx, $$, @$); }
+    | ':'                       { $$ = ast_expr(A(ctx), EX_SLICE, @$); }
     ;
 
 expr_list
@@ -575,8 +562,7 @@ static Expr *mk_bin(ParseCtx *c, OpKind op, Expr *a, Expr *b, Loc loc)
     e->op = op;
     e->a = a;
     e->b = b;
-    e->depth = 1 + (a->depth > b->depth ? a->depth : b->depth);
-    check_depth(c, e->depth, loc);
+    nesting(c, e, loc);
     return e;
 }
 
@@ -585,9 +571,44 @@ static Expr *mk_un(ParseCtx *c, OpKind op, Expr *a, Loc loc)
     Expr *e = ast_expr(A(c), EX_UNARY, loc);
     e->op = op;
     e->a = a;
-    e->depth = 1 + a->depth;
-    check_depth(c, e->depth, loc);
+    nesting(c, e, loc);
     return e;
+}
+
+static void take_max(int *depth, int *height, const Expr *e)
+{
+    if (!e)
+        return;
+    if (e->depth > *depth)
+        *depth = e->depth;
+    if (e->height > *height)
+        *height = e->height;
+}
+
+/* The nesting of a new node from its children. depth is what nests in the source — parentheses
+ * (the rule for them adds one), calls, indices, members, slices, lists, prefix operators — and
+ * not a binary operator, so that a chain `a + b + ... + z` is one level however long;
+ * TL_MAX_NESTING bounds it. height is the longest path down the tree, every node counted: how
+ * deep the compiler's walks recurse, bounded by TL_MAX_EXPR_HEIGHT so that they cannot run out
+ * of stack. */
+static void nesting(ParseCtx *c, Expr *e, Loc loc)
+{
+    int depth = 0, height = 0;
+    take_max(&depth, &height, e->a);
+    take_max(&depth, &height, e->b);
+    take_max(&depth, &height, e->c);
+    for (int i = 0; i < e->args.n; i++)
+        take_max(&depth, &height, e->args.v[i]);
+    for (int i = 0; i < e->targs.n; i++)
+        take_max(&depth, &height, e->targs.v[i]);
+    e->depth = depth + (e->kind != EX_BINARY);
+    e->height = height + 1;
+    check_depth(c, e->depth, loc);
+    if (e->height > TL_MAX_EXPR_HEIGHT && !c->too_deep) {
+        c->too_deep = true;
+        diag_error(c->diag, loc, "this expression has more than %d operations inside one another; split it with 'let'",
+                   TL_MAX_EXPR_HEIGHT);
+    }
 }
 
 static void check_depth(ParseCtx *c, int depth, Loc loc)

@@ -5,11 +5,13 @@
 #include "parse.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define ERR(loc, ...) diag_error(s->d, (loc), __VA_ARGS__)
 
@@ -46,31 +48,78 @@ void comp_free(Compilation *c)
     arena_free(&c->arena);
 }
 
+/* why a path that is not a regular file cannot be a source file */
+static const char *not_regular(mode_t m)
+{
+    if (S_ISDIR(m))
+        return "it is a directory, not a regular file";
+    if (S_ISFIFO(m))
+        return "it is a named pipe (FIFO), not a regular file";
+    if (S_ISCHR(m))
+        return "it is a character device, not a regular file";
+    if (S_ISBLK(m))
+        return "it is a block device, not a regular file";
+    if (S_ISSOCK(m))
+        return "it is a socket, not a regular file";
+    return "not a regular file";
+}
+
+/* A source file: regular files only. It is opened without blocking (a FIFO would wait for a
+ * writer, a terminal for input) and checked with fstat before anything is read. */
 static char *read_file(const char *path, size_t *len, const char **err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
         *err = strerror(errno);
         return NULL;
     }
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        *err = "not a regular file";
+    if (fstat(fd, &st) != 0) {
+        *err = strerror(errno);
+        close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        *err = not_regular(st.st_mode);
+        close(fd);
         return NULL;
     }
     if (st.st_size > TL_MAX_SOURCE_BYTES) {
-        fclose(f);
+        close(fd);
         *err = "file is larger than 8 MiB";
         return NULL;
     }
-    size_t n = (size_t)st.st_size;
-    char *buf = tl_xmalloc(n + 1);
-    size_t got = fread(buf, 1, n, f);
-    fclose(f);
-    if (got != n) {
+    /* read to the end (the file may change under us): at most one byte past the limit */
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *buf = tl_xmalloc(cap + 1);
+    for (;;) {
+        if (n == cap) {
+            if (cap > TL_MAX_SOURCE_BYTES) {
+                free(buf);
+                close(fd);
+                *err = "file is larger than 8 MiB";
+                return NULL;
+            }
+            cap *= 2;
+            buf = tl_xrealloc(buf, cap + 1);
+        }
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            *err = strerror(errno);
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    close(fd);
+    if (n > TL_MAX_SOURCE_BYTES) {
         free(buf);
-        *err = "read error";
+        *err = "file is larger than 8 MiB";
         return NULL;
     }
     buf[n] = 0;
@@ -82,10 +131,12 @@ static bool has_nul(const char *text, size_t len) { return memchr(text, 0, len) 
 
 static int load_module(Compilation *c, const char *path, const char *text, size_t len, Loc from, int depth);
 
+/* an import names the first path that exists, whatever it is: reading it says what is wrong
+ * with one that is not a regular file */
 static bool file_exists(const char *p)
 {
     struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(p, &st) == 0;
 }
 
 /* import paths: relative to the importing file, then each -I directory */
@@ -266,6 +317,8 @@ static bool parse_define_value(const char *v, ConstVal *out, Type **type)
         *type = ty_untyped_int();
         return true;
     }
+    if (*v && !*end)
+        return false; /* an integer past 64 bits is not a float */
     errno = 0;
     double f = strtod(v, &end);
     if (*v && !*end && errno == 0) {
@@ -353,7 +406,7 @@ bool comp_resolve(Compilation *c)
         ConstVal v;
         Type *t;
         if (!parse_define_value(c->defines[i].value, &v, &t)) {
-            diag_error(&c->diag, loc_none(), "-D %s=%s: the value must be an integer, a float, true, false or a type name",
+            diag_error(&c->diag, loc_none(), "-D %s=%s: the value must be a 64-bit integer, a float, true, false or a type name",
                        c->defines[i].name, c->defines[i].value);
             continue;
         }
@@ -1047,7 +1100,7 @@ bool sema_generic_args_from_strings(Compilation *c, Item *k, const char **assign
 {
     memset(out, 0, sizeof *out);
     out->n = k->ngenerics;
-    bool given[TL_MAX_GENERICS] = {0};
+    bool given[TL_MAX_GENERICS] = {0}, param_given[TL_MAX_PARAMS] = {0};
     for (int p = 0; p < k->nparams && p < TL_MAX_PARAMS; p++)
         out->present[p] = !(k->params[p].ty->kind == TE_TENSOR && k->params[p].ty->optional);
     for (int i = 0; i < n; i++) {
@@ -1073,10 +1126,19 @@ bool sema_generic_args_from_strings(Compilation *c, Item *k, const char **assign
                 if (strcmp(k->params[p].name.s, name) == 0 && k->params[p].ty->kind == TE_TENSOR && k->params[p].ty->optional)
                     pi = p;
             if (pi >= 0 && (!strcmp(val, "true") || !strcmp(val, "false") || !strcmp(val, "present") || !strcmp(val, "absent"))) {
+                if (param_given[pi]) {
+                    diag_error(&c->diag, loc_none(), "optional tensor '%s' of '%s' is given twice", name, k->name.s);
+                    return false;
+                }
+                param_given[pi] = true;
                 out->present[pi] = val[0] == 't' || val[0] == 'p';
                 continue;
             }
             diag_error(&c->diag, loc_none(), "kernel '%s' has no generic parameter '%s'", k->name.s, name);
+            return false;
+        }
+        if (given[gi]) {
+            diag_error(&c->diag, loc_none(), "generic '%s' of '%s' is given twice", name, k->name.s);
             return false;
         }
         ConstVal v;

@@ -134,10 +134,11 @@ ConstVal cv_unknown(void);
 static inline bool cv_known(ConstVal v) { return v.kind == CV_INT || v.kind == CV_FLOAT || v.kind == CV_BOOL || v.kind == CV_TYPE; }
 /* Wraps/rounds a constant to a type; sets *lossy when the value does not survive exactly. */
 ConstVal cv_convert(ConstVal v, DType to, bool *lossy);
-/* Folds a binary/unary operation on constants of type dt; returns CV_NONE if not foldable
- * (*err set to a message for division by zero and the like). */
+/* Folds a binary/unary operation on constants of type dt (DT_NONE: untyped, exact in 64 bits);
+ * returns CV_NONE if not foldable (*err set to a message for division by zero, an untyped result
+ * beyond 64 bits and the like). */
 ConstVal cv_binary(OpKind op, ConstVal a, ConstVal b, DType dt, const char **err);
-ConstVal cv_unary(OpKind op, ConstVal a, DType dt);
+ConstVal cv_unary(OpKind op, ConstVal a, DType dt, const char **err);
 bool cv_fits(ConstVal v, DType dt);
 void cv_print(StrBuf *out, ConstVal v);
 float tl_f32_round(double d);

@@ -3,6 +3,7 @@
 #include "sema_int.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define ERR(loc, ...) diag_error(s->d, (loc), __VA_ARGS__)
@@ -136,7 +137,7 @@ bool coerce(SemaCtx *s, Expr *e, Type *to, const char *what)
         }
         if (e->cv.kind == CV_INT || e->cv.kind == CV_FLOAT) {
             bool lossy;
-            if (dtype_is_int(dt) && !cv_fits(e->cv, dt)) {
+            if (!cv_fits(e->cv, dt)) {
                 StrBuf b = {0};
                 cv_print(&b, e->cv);
                 ERR(e->loc, "%s: constant %s does not fit in %s", what, b.data, dtype_name(dt));
@@ -737,7 +738,12 @@ static Type *check_unary(SemaCtx *s, Expr *e)
         break;
     default: break;
     }
-    e->cv = cv_unary(e->op, e->a->cv, t->kind == TY_SCALAR ? t->dt : DT_NONE);
+    const char *err;
+    e->cv = cv_unary(e->op, e->a->cv, t->kind == TY_SCALAR ? t->dt : DT_NONE, &err);
+    if (err) {
+        ERR(e->loc, "%s in a constant expression", err);
+        return ty_error();
+    }
     return t;
 }
 
@@ -1086,6 +1092,11 @@ static Type *check_tile_builtin(SemaCtx *s, Expr *e, BuiltinId b, const char *fn
             return ty_error();
         if (dst->kind == TY_TENSOR) {
             ERR(a0->loc, "'fill' works on shared, frag and local tiles; to fill global memory, fill a tile and copy it");
+            return ty_error();
+        }
+        if (dst->dt == DT_E2M1 && dst->scope == SC_SHARED) {
+            ERR(a0->loc, "'fill' stores element by element, and two e2m1 elements share a byte of shared memory; fill a frag "
+                "and copy it");
             return ty_error();
         }
         if (dst->dt != DT_NONE) {
@@ -1505,8 +1516,19 @@ static Type *check_int_call(SemaCtx *s, Expr *e, BuiltinId b, const char *fname)
             e->cv = cv_int((int64_t)u);
             return t;
         }
-        /* INT64_MIN / -1 traps: it wraps to INT64_MIN, as on the target */
+        /* untyped constants are exact (§4.1): a quotient or product beyond 64 bits is an error;
+         * typed ones wrap (INT64_MIN / -1 is INT64_MIN), as on the target */
+        bool untyped = t->kind == TY_UNTYPED_INT;
+        if (untyped && x == INT64_MIN && y == -1) {
+            ERR(e->loc, "integer overflow (beyond 64 bits) in a constant expression");
+            return ty_error();
+        }
         int64_t q = y == -1 ? wsub(0, x) : x / y, r = y == -1 ? 0 : x % y;
+        int64_t aligned;
+        if (b == BI_ALIGN && untyped && __builtin_mul_overflow(q + ((r != 0) && ((r > 0) == (y > 0))), y, &aligned)) {
+            ERR(e->loc, "integer overflow (beyond 64 bits) in a constant expression");
+            return ty_error();
+        }
         if (b == BI_CDIV)
             e->cv = cv_int(wadd(q, (r != 0) && ((r > 0) == (y > 0))));
         else if (b == BI_ALIGN)
@@ -1696,7 +1718,42 @@ static Type *check_group_reduce(SemaCtx *s, Expr *e, BuiltinId b, Expr **a, cons
     return t;
 }
 
-/* printf("fmt", args...) */
+/* One conversion of a printf format: the text from '%' to its letter, and what it prints. */
+typedef enum { PF_BAD, PF_INT32, PF_INT64, PF_FLOAT } PrintfConv;
+
+/* Reads the conversion at f (just past '%'); *len is its length after the '%'. The driver's
+ * vprintf (and the emulator's) read each argument as the conversion says, so a mismatch would
+ * print other bytes of the argument buffer: only conversions of scalars are allowed, with no '*'
+ * width or precision (they would take an argument of their own). */
+static PrintfConv printf_conversion(const char *f, int *len)
+{
+    const char *p = f;
+    while (*p && strchr("-+ #0", *p))
+        p++;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    int longs = 0;
+    if (p[0] == 'h')
+        p += p[1] == 'h' ? 2 : 1;
+    else if (p[0] == 'l')
+        longs = p[1] == 'l' ? 2 : 1, p += longs;
+    PrintfConv c = PF_BAD;
+    if (*p && strchr("diuxXoc", *p))
+        c = longs ? PF_INT64 : PF_INT32;
+    else if (*p && strchr("fFeEgGaA", *p))
+        c = longs == 2 ? PF_BAD : PF_FLOAT;
+    if (*p == 'c' && longs)
+        c = PF_BAD;
+    *len = (int)(p - f) + (*p ? 1 : 0);
+    return c;
+}
+
+/* printf("fmt", args...): each argument after the format must be what its conversion prints */
 static Type *check_printf(SemaCtx *s, Expr **a, int n)
 {
     if (a[0]->kind != EX_STRING) {
@@ -1711,6 +1768,62 @@ static Type *check_printf(SemaCtx *s, Expr **a, int n)
             ERR(a[i]->loc, "'printf' prints scalars, not %s", tstr(s, t));
             return ty_error();
         }
+    }
+    const char *f = a[0]->str ? a[0]->str : "";
+    int arg = 1;
+    for (const char *p = f; *p; p++) {
+        if (*p != '%')
+            continue;
+        if (p[1] == '%') {
+            p++;
+            continue;
+        }
+        int len;
+        PrintfConv c = printf_conversion(p + 1, &len);
+        if (c == PF_BAD) {
+            char shown[64]; /* the conversion as written, escapes for what cannot be shown */
+            int m = 0;
+            for (int j = 1; j <= len && m < (int)sizeof shown - 5; j++) {
+                unsigned char ch = (unsigned char)p[j];
+                m += ch == '\n' ? snprintf(shown + m, 5, "\\n")
+                     : ch < 0x20 || ch >= 0x7f ? snprintf(shown + m, 5, "\\x%02x", ch)
+                                              : snprintf(shown + m, 5, "%c", ch);
+            }
+            ERR(a[0]->loc, "'printf' cannot print '%%%s': the conversions are d i u x X o c (l or ll for 64-bit "
+                           "integers) and f F e E g G a A, with flags, a width and a precision as numbers",
+                shown);
+            return ty_error();
+        }
+        if (arg >= n) {
+            ERR(a[0]->loc, "the format of 'printf' has more conversions than the %d argument%s given", n - 1,
+                n == 2 ? "" : "s");
+            return ty_error();
+        }
+        Type *t = a[arg]->type;
+        if (t->kind == TY_SCALAR) {
+            DType dt = t->dt;
+            bool is_float = dtype_is_float(dt);
+            const char *want = NULL;
+            if (c == PF_FLOAT && !is_float)
+                want = "a float";
+            else if (c != PF_FLOAT && is_float)
+                want = c == PF_INT64 ? "a 64-bit integer" : "an integer of 32 bits or fewer";
+            else if (c == PF_INT64 && dtype_bits(dt) != 64)
+                want = "a 64-bit integer";
+            else if (c == PF_INT32 && dt != DT_BOOL && dtype_bits(dt) > 32)
+                want = "an integer of 32 bits or fewer (use %ld or %lld for a 64-bit one)";
+            if (want) {
+                ERR(a[arg]->loc, "'printf' conversion '%%%.*s' takes %s, found %s", len, p + 1, want, dtype_name(dt));
+                return ty_error();
+            }
+        }
+        arg++;
+        p += len; /* at the conversion's letter */
+    }
+    if (arg < n) {
+        ERR(a[arg]->loc, "'printf' has %d argument%s for the %d conversion%s of its format", n - 1, n == 2 ? "" : "s",
+            arg - 1, arg == 2 ? "" : "s");
+        return ty_error();
     }
     return ty_void();
 }
@@ -2327,7 +2440,38 @@ bool expr_is_lvalue(SemaCtx *s, Expr *e, bool report)
     return false;
 }
 
+static Type *check_expr_here(SemaCtx *s, Expr *e, Type *expected);
+
+/* Every walk of the compiler recurses as deep as an expression nests, and a fn call inlines the
+ * fn's body at its place, so the nesting that counts is that of the expressions and statements
+ * being checked one inside the other, through the calls. */
+bool sema_enter_nesting(SemaCtx *s, Loc loc)
+{
+    if (s->nest_depth >= TL_MAX_CHECK_NESTING) {
+        if (!s->nest_over)
+            ERR(loc, "expressions and statements nest more than %d levels deep here, counting the bodies of the fns "
+                "called (each is inlined at its call); split the expression with 'let' or call fewer fns inside one "
+                "another", TL_MAX_CHECK_NESTING);
+        s->nest_over = true;
+        return false;
+    }
+    s->nest_depth++;
+    return true;
+}
+
 Type *check_expr(SemaCtx *s, Expr *e, Type *expected)
+{
+    if (!sema_enter_nesting(s, e->loc)) {
+        memset(&e->cv, 0, sizeof e->cv);
+        e->type = ty_error();
+        return e->type;
+    }
+    Type *t = check_expr_here(s, e, expected);
+    s->nest_depth--;
+    return t;
+}
+
+static Type *check_expr_here(SemaCtx *s, Expr *e, Type *expected)
 {
     Type *t = ty_error();
     memset(&e->cv, 0, sizeof e->cv);
@@ -2371,7 +2515,7 @@ Type *check_expr(SemaCtx *s, Expr *e, Type *expected)
     if (expected && expected->kind == TY_SCALAR && (t->kind == TY_UNTYPED_INT || t->kind == TY_UNTYPED_FLOAT)) {
         DType dt = expected->dt;
         if (!(t->kind == TY_UNTYPED_FLOAT && dtype_is_int(dt)) && dt != DT_BOOL && dtype_kind(dt) != DK_SCALE &&
-            !(e->cv.kind == CV_INT && dtype_is_int(dt) && !cv_fits(e->cv, dt)))
+            cv_fits(e->cv, dt))
             coerce(s, e, expected, "value");
     }
     return e->type;

@@ -39,6 +39,13 @@ typedef struct SemaCtx {
     bool partial;             /* some threads may have returned */
     Loc partial_loc;
     int inline_depth;
+    int nest_depth;           /* expressions and statements being checked, one inside the other,
+                               * through inlined fn bodies too (TL_MAX_CHECK_NESTING) */
+    bool nest_over;           /* that limit was reported */
+    int64_t unroll_copies;    /* copies of the code here that unrolling makes: the product of the trips of
+                               * the enclosing `for unroll` loops, through inlined fns (0 stands for 1) */
+    int64_t unroll_total;     /* copies of unrolled bodies in the kernel so far: the sum over its loops */
+    bool unroll_over;         /* the kernel's total was reported */
     int64_t inlined_nodes;    /* size of the fn bodies inlined so far (TL_MAX_INLINE_NODES) */
     bool inline_over;         /* a limit on inlining was reported: further calls are errors */
     Type *fn_ret;             /* inside an inlined fn: its return type (void for none) */
@@ -50,6 +57,11 @@ typedef struct SemaCtx {
     int stmt_index;           /* index of the statement in the kernel body (require placement) */
     int const_depth;          /* constants being evaluated, one inside the other */
 } SemaCtx;
+
+/* One more level of expressions and statements checked one inside the other (sema_expr.c);
+ * false, after a diagnostic at loc (once), past TL_MAX_CHECK_NESTING; the caller that gets true
+ * decrements s->nest_depth when it is done. */
+bool sema_enter_nesting(SemaCtx *s, Loc loc);
 
 /* symbols and scopes (sema_scope.c) */
 Sym *sym_new(SemaCtx *s, SymKind k, const char *name, Loc loc, Type *t);

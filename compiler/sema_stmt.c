@@ -140,6 +140,12 @@ static void check_storage(SemaCtx *s, Stmt *st)
             total = -1;
         }
     }
+    if (ok && et->kind == TY_SCALAR && et->dt == DT_E2M1 && st->scope == SC_SHARED && st->dims.n > 0 &&
+        dims[st->dims.n - 1] > 0 && dims[st->dims.n - 1] % 2) {
+        ERR(st->dims.v[st->dims.n - 1]->loc, "a shared tile of e2m1 needs an even last extent (two elements share a byte), "
+            "found %lld", (long long)dims[st->dims.n - 1]);
+        ok = false;
+    }
     if (ok && et->kind == TY_SCALAR && et->dt == DT_BOOL && st->scope == SC_SHARED) {
         ERR(st->ty->loc, "shared tiles of bool are not supported; use u8");
         ok = false;
@@ -306,6 +312,7 @@ static void check_for(SemaCtx *s, Stmt *st)
     Type *th = check_expr(s, st->hi, NULL);
     Type *ts = st->step ? check_expr(s, st->step, NULL) : NULL;
     Type *t = ty_error();
+    int64_t new_copies = -1; /* an unrolled loop: the copies of its body */
     if (!is_err(tl) && !is_err(th) && (!ts || !is_err(ts))) {
         bool ints = (tl->kind == TY_UNTYPED_INT || (tl->kind == TY_SCALAR && dtype_is_int(tl->dt)) || tl->kind == TY_GENERIC) &&
                     (th->kind == TY_UNTYPED_INT || (th->kind == TY_SCALAR && dtype_is_int(th->dt)) || th->kind == TY_GENERIC);
@@ -344,8 +351,26 @@ static void check_for(SemaCtx *s, Stmt *st)
             /* hi - lo fits in 64 unsigned bits however large the bounds */
             uint64_t span = st->hi->cv.i > st->lo->cv.i ? (uint64_t)st->hi->cv.i - (uint64_t)st->lo->cv.i : 0;
             uint64_t trips = span / (uint64_t)step + (span % (uint64_t)step != 0);
-            if (trips > TL_MAX_UNROLL)
+            if (trips > TL_MAX_UNROLL) {
                 ERR(st->loc, "an 'unroll' loop of %llu iterations; the limit is %d", (unsigned long long)trips, TL_MAX_UNROLL);
+            } else {
+                /* the body is made once per iteration of this loop and of those around it: the
+                 * product along a nest and the sum over the kernel are bounded too */
+                uint64_t around = s->unroll_copies ? (uint64_t)s->unroll_copies : 1, copies = around * trips;
+                if (copies > TL_MAX_UNROLL) {
+                    ERR(st->loc, "this 'unroll' loop of %llu iterations inside others of %llu makes %llu copies of its body; "
+                        "the limit for a nest is %d", (unsigned long long)trips, (unsigned long long)around,
+                        (unsigned long long)copies, TL_MAX_UNROLL);
+                } else {
+                    s->unroll_total += (int64_t)copies;
+                    if (s->unroll_total > TL_MAX_UNROLL_TOTAL && !s->unroll_over) {
+                        ERR(st->loc, "with this loop the 'unroll' loops of the kernel make more than %d copies of their "
+                            "bodies in all", TL_MAX_UNROLL_TOTAL);
+                        s->unroll_over = true;
+                    }
+                    new_copies = (int64_t)copies;
+                }
+            }
         }
     }
     if (st->for_kind == FOR_PIPELINED) {
@@ -357,6 +382,9 @@ static void check_for(SemaCtx *s, Stmt *st)
             ERR(st->loc, "a 'pipelined' loop cannot be inside a 'parallel' loop");
     }
     bool varying = st->lo->varying || st->hi->varying || (st->step && st->step->varying);
+    int64_t saved_copies = s->unroll_copies;
+    if (new_copies >= 0)
+        s->unroll_copies = new_copies;
     scope_push(s);
     Sym *iv = sym_new(s, SYM_LOOP, st->names[0].s, st->names[0].loc, t);
     iv->varying = varying || s->varying_cf;
@@ -378,6 +406,7 @@ static void check_for(SemaCtx *s, Stmt *st)
     s->loop_parallel_level = saved_lpl;
     s->loop_depth--;
     scope_pop(s);
+    s->unroll_copies = saved_copies;
 }
 
 /* for tile t { ... }: the walk over the tiles of the kernel's persistent launch. Its coordinates
@@ -656,8 +685,12 @@ static void check_stmt(SemaCtx *s, Stmt *st)
 
 void check_stmts(SemaCtx *s, StmtList l)
 {
-    for (int i = 0; i < l.n; i++)
+    for (int i = 0; i < l.n; i++) {
+        if (!sema_enter_nesting(s, l.v[i]->loc))
+            return;
         check_stmt(s, l.v[i]);
+        s->nest_depth--;
+    }
 }
 
 /* whether every path through the statements ends in a return */

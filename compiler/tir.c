@@ -157,7 +157,8 @@ TExpr *tx_un(TKernel *k, OpKind op, TExpr *a)
 {
     int64_t x;
     if (tx_is_const(a, &x)) {
-        ConstVal r = cv_unary(op, a->dt == DT_BOOL ? cv_bool(x) : cv_int(x), a->dt);
+        const char *err;
+        ConstVal r = cv_unary(op, a->dt == DT_BOOL ? cv_bool(x) : cv_int(x), a->dt, &err);
         if (r.kind == CV_INT)
             return tx_const_int(k, a->dt, r.i);
         if (r.kind == CV_BOOL)
@@ -430,4 +431,120 @@ int64_t tir_known_div(const TKernel *k, const TExpr *e)
     }
     default: return 1;
     }
+}
+
+/* ---- the size of the generated code ---- */
+typedef struct SizeCount {
+    int64_t n, cap;
+} SizeCount;
+
+static void size_expr(SizeCount *c, const TExpr *e)
+{
+    if (!e || c->n > c->cap)
+        return;
+    c->n++;
+    size_expr(c, e->a);
+    size_expr(c, e->b);
+    size_expr(c, e->c);
+    for (int i = 0; i < e->nargs; i++)
+        size_expr(c, e->args[i]);
+}
+
+int64_t tir_unroll_trips(const TStmt *s)
+{
+    int64_t lo, hi, step;
+    if (s->kind != TS_FOR || s->for_kind != FOR_UNROLL || !tx_is_const(s->lo, &lo) || !tx_is_const(s->hi, &hi) ||
+        !tx_is_const(s->step, &step) || step <= 0)
+        return -1;
+    if (hi <= lo)
+        return 0;
+    uint64_t span = (uint64_t)hi - (uint64_t)lo;
+    uint64_t trips = span / (uint64_t)step + (span % (uint64_t)step != 0);
+    return trips > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)trips;
+}
+
+static void size_stmt(SizeCount *c, const TStmt *s);
+
+static void size_list(SizeCount *c, TStmt *const *v, int n)
+{
+    for (int i = 0; i < n && c->n <= c->cap; i++)
+        size_stmt(c, v[i]);
+}
+
+static void size_stmt(SizeCount *c, const TStmt *s)
+{
+    if (!s || c->n > c->cap)
+        return;
+    c->n += 1 + ((s->kind == TS_VLOAD || s->kind == TS_VSTORE) ? s->vec : 0);
+    size_expr(c, s->e);
+    for (int i = 0; i < s->nidx; i++)
+        size_expr(c, s->idx[i]);
+    size_expr(c, s->lo);
+    size_expr(c, s->hi);
+    size_expr(c, s->step);
+    int64_t trips = tir_unroll_trips(s);
+    if (trips < 0) {
+        size_list(c, s->body, s->nbody);
+        size_list(c, s->els, s->nels);
+        return;
+    }
+    /* an unrolled loop: its body once per iteration (codegen_llvm.c unrolls it) */
+    SizeCount b = {0, trips ? c->cap / trips + 1 : 0};
+    size_list(&b, s->body, s->nbody);
+    if (trips && b.n > (c->cap - c->n) / trips + 1)
+        c->n = c->cap + 1;
+    else
+        c->n += b.n * trips;
+}
+
+int64_t tir_code_size(const TStmt *s, int64_t cap)
+{
+    SizeCount c = {0, cap};
+    size_stmt(&c, s);
+    return c.n;
+}
+
+/* the children of s whose code it is made of, largest first: its body and else branch */
+static const TStmt *largest_child(const TStmt *s, int64_t cap, int64_t *size)
+{
+    const TStmt *best = NULL;
+    *size = -1;
+    for (int part = 0; part < 2; part++) {
+        TStmt *const *v = part ? s->els : s->body;
+        int n = part ? s->nels : s->nbody;
+        for (int i = 0; i < n; i++) {
+            int64_t m = tir_code_size(v[i], cap);
+            if (m > *size) {
+                *size = m;
+                best = v[i];
+            }
+        }
+    }
+    return best;
+}
+
+const TStmt *tir_code_size_culprit(const TStmt *s, int64_t cap)
+{
+    const TStmt *at = NULL;
+    int64_t size = tir_code_size(s, cap);
+    while (s) {
+        if (s->loc.file >= 0) {
+            at = s;
+            if (tir_unroll_trips(s) > 1)
+                return s; /* the outermost unrolled loop on the way down */
+        }
+        int64_t m;
+        const TStmt *c = largest_child(s, cap, &m);
+        if (!c || m * 2 < size)
+            break; /* no one part makes most of it */
+        s = c;
+        size = m;
+    }
+    return at;
+}
+
+void tir_code_size_error(TKernel *k, Loc loc)
+{
+    diag_error(k->diag, loc, "the code of this kernel would be more than %d operations after lowering and unrolling (the "
+               "limit: LLVM's time and memory grow faster than the code); most of it is made here", TL_MAX_CODE_SIZE);
 }

@@ -295,6 +295,19 @@ TStmt *ts_frag_reg_store(TKernel *k, TBuf *f, int r, TExpr *v);
 /* analyses (tir.c): a power-of-two divisor of an integer expression (from constants, variables'
  * divisors and the kernel's `require` facts; at most 4096) */
 int64_t tir_known_div(const TKernel *k, const TExpr *e);
+/* The trips of a `for unroll` loop with compile-time bounds (codegen unrolls it), -1 for any other
+ * statement. */
+int64_t tir_unroll_trips(const TStmt *s);
+/* The size of the code a statement makes: its nodes (statements, expressions, the elements of
+ * vector accesses), an unrolled loop's body once per iteration. The count stops soon after it
+ * passes cap (the result is then above cap), so that it costs O(cap) whatever the IR. */
+int64_t tir_code_size(const TStmt *s, int64_t cap);
+/* Where most of the code of s is made, for a diagnostic: going down through the part that makes
+ * most of it, the first unrolled loop, else the last statement with a location. */
+const TStmt *tir_code_size_culprit(const TStmt *s, int64_t cap);
+/* The diagnostic for code over TL_MAX_CODE_SIZE, at loc (compile.c, lower_tiles.c,
+ * lower_parallel.c: each before it makes more). */
+void tir_code_size_error(TKernel *k, Loc loc);
 
 /* The stages of the tile IR: after each pass of the pipeline, in order (compile.c runs them).
  * X(ID, name): the name is the pass's, for --dump-after and internal errors. */

@@ -3,14 +3,15 @@
 # GPU (the recorded figures are from an H200) and needs there: the install tree ./dist
 # (cmake --install build --prefix dist), torch with CUDA, pytest, and compute-sanitizer on PATH.
 # Parts:
-#   scripts/gpu_all.sh tests   the GPU test files in four parallel pytest processes (the JIT is
+#   scripts/gpu_all.sh tests   the GPU test files in five parallel pytest processes (the JIT is
 #                              CPU-bound; they share the disk cache), the emulator-vs-GPU
 #                              comparison, compute-sanitizer memcheck on small subsets
 #   scripts/gpu_all.sh bench   launch overhead, bandwidth benchmarks of every family (against the
 #                              copy ceiling and torch.compile), JIT compile latency
 #   scripts/gpu_all.sh numerics  the MUFU measurements (needs build-gpu/ from
 #                              tests/gpu/numerics/build.sh build-gpu, which needs nvcc)
-# Both parts: scripts/gpu_all.sh tests bench (about 4.5 minutes on an H200 host). Logs (as logs.tgz),
+# Both parts: scripts/gpu_all.sh tests bench (about 4.5 minutes on an H200 host before the Engram
+# steps were added). Logs (as logs.tgz),
 # the benchmark JSON and summary.txt go to $OUT (default /tmp/out). Each step has a time limit so
 # that one slow step cannot take the whole run.
 set -u
@@ -32,12 +33,13 @@ run_tests() {
     [quant1]="tests/gpu/test_quant_per_token.py tests/gpu/test_quant_per_block.py"
     [quant2]="tests/gpu/test_quant_cast_back.py tests/gpu/test_quant_per_channel.py tests/gpu/test_quant_swiglu.py"
     [moe]="tests/gpu/test_moe_gate.py tests/gpu/test_moe_fused.py tests/gpu/test_moe_utils.py"
+    [engram]="tests/gpu/test_engram.py"
   )
   for g in "${!groups[@]}"; do
     ( timeout 400 $PYTEST ${groups[$g]} > "$OUT/pytest_$g.log" 2>&1; echo $? > "$OUT/pytest_$g.rc" ) &
   done
   wait
-  for g in main quant1 quant2 moe; do
+  for g in main quant1 quant2 moe engram; do
     summary "pytest $g: exit $(cat "$OUT/pytest_$g.rc") — $(tail -1 "$OUT/pytest_$g.log")"
     grep -E "^(FAILED|ERROR)" "$OUT/pytest_$g.log" | head -15 | tee -a "$OUT/summary.txt"
   done
@@ -53,6 +55,7 @@ run_tests() {
       > "$OUT/memcheck_main.log" 2>&1; echo $? > "$OUT/memcheck_main.rc" ) &
   ( $MC $PYTEST tests/gpu/test_moe_gate.py tests/gpu/test_moe_fused.py tests/gpu/test_moe_utils.py -k small \
       > "$OUT/memcheck_moe.log" 2>&1; echo $? > "$OUT/memcheck_moe.rc" ) &
+  ( $MC $PYTEST tests/gpu/test_engram.py -k small > "$OUT/memcheck_engram.log" 2>&1; echo $? > "$OUT/memcheck_engram.rc" ) &
   ( $MC $PYTEST tests/gpu/test_quant_per_token.py tests/gpu/test_quant_per_block.py tests/gpu/test_quant_cast_back.py \
       tests/gpu/test_quant_per_channel.py tests/gpu/test_quant_swiglu.py -k \
       "(test_float_input and 4001-576 and e2m1 and col1) or (test_e5m6 and 4001-576 and bfloat16) or \
@@ -60,7 +63,7 @@ run_tests() {
        (test_swiglu_backward and topk2 and 2048 and 32-True-0.5)" \
       > "$OUT/memcheck_quant.log" 2>&1; echo $? > "$OUT/memcheck_quant.rc" ) &
   wait
-  for g in main quant moe; do
+  for g in main quant moe engram; do
     summary "memcheck $g: exit $(cat "$OUT/memcheck_$g.rc") — $(grep -E "ERROR SUMMARY" "$OUT/memcheck_$g.log" | tail -1) $(tail -1 "$OUT/memcheck_$g.log")"
   done
   summary "memcheck took $(elapsed $t0) s"
@@ -76,6 +79,8 @@ run_bench() {
   summary "bench_quant exit $? ($(elapsed $t0) s so far)"
   timeout 150 python3 bench/bench_moe.py --json "$OUT/bench_moe.json" > "$OUT/bench_moe.log" 2>&1
   summary "bench_moe exit $? ($(elapsed $t0) s so far)"
+  timeout 150 python3 bench/bench_engram.py --json "$OUT/bench_engram.json" > "$OUT/bench_engram.log" 2>&1
+  summary "bench_engram exit $? ($(elapsed $t0) s so far)"
   timeout 120 python3 bench/compile_speed.py --dist dist --limit 40 > "$OUT/compile_speed.log" 2>&1
   summary "compile_speed exit $? ($(elapsed $t0) s in all)"
   cat "$OUT/compile_speed.log" >> "$OUT/summary.txt"

@@ -3,8 +3,9 @@
 # machine lacks (scripts/deps.sh: Debian packages, the pins of requirements.txt), then:
 #   1. release build in build/, every CTest test;
 #   2. ASan + UBSan build in build-asan/, the tests labelled `sanitize`;
-#   3. libFuzzer build (clang) in build-fuzz/, the front-end fuzzer for $TILEC_FUZZ_SECONDS (60)
-#      seconds from the .tl files of tests/; any finding fails;
+#   3. libFuzzer build (clang) in build-fuzz/, for $TILEC_FUZZ_SECONDS (60) seconds each: the
+#      front-end fuzzer from the .tl files of tests/, the kernel fuzzer from token-level mutants
+#      of kernels/ and dsl/ (through code generation); any finding fails;
 #   4. `pip install .` into a fresh venv (the wheel of pyproject.toml), then the installed tilec
 #      from outside the checkout: tests/package/check_wheel.py.
 # Usage: scripts/test.sh [release|asan|fuzz|wheel ...]   (default: all four, in that order)
@@ -37,28 +38,41 @@ run_asan() {
     ctest --test-dir build-asan --output-on-failure -j "$JOBS" -L sanitize
 }
 
-run_fuzz() {
-  step "libFuzzer build (build-fuzz/) and ${FUZZ_SECONDS} s of fuzzing the front end"
-  CC=clang-22 CXX=clang++-22 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DTILEC_FUZZ=ON >/dev/null
-  cmake --build build-fuzz -j "$JOBS" --target fuzz_frontend
-  # seeds: every .tl file of the test suites; the corpus grows in build-fuzz/corpus
-  local seeds=build-fuzz/seeds art=build-fuzz/artifacts
-  rm -rf "$seeds" "$art"
-  mkdir -p "$seeds" "$art" build-fuzz/corpus
-  find tests -name '*.tl' -size -64k -exec cp -t "$seeds" --backup=numbered {} +
-  build-fuzz/tests/fuzz/fuzz_frontend -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
-    -max_len=4096 -dict=tests/fuzz/tilec.dict -artifact_prefix="$art/" -print_final_stats=1 \
-    build-fuzz/corpus "$seeds" 2>build-fuzz/fuzz.log || {
-      tail -n 60 build-fuzz/fuzz.log
-      echo "test: the fuzzer found a problem; the input is in $art/" >&2
+# one libFuzzer target for $FUZZ_SECONDS seconds: fuzz NAME MAX_LEN SEEDS... (extra libFuzzer flags
+# in FUZZ_FLAGS); the corpus grows in build-fuzz/corpus-NAME, a finding is left in build-fuzz/artifacts-NAME
+fuzz() {
+  local name=$1 max_len=$2
+  shift 2
+  local art=build-fuzz/artifacts-$name corpus=build-fuzz/corpus-$name log=build-fuzz/$name.log
+  rm -rf "$art"
+  mkdir -p "$art" "$corpus"
+  # shellcheck disable=SC2086
+  build-fuzz/tests/fuzz/"$name" -max_total_time="$FUZZ_SECONDS" -timeout=30 -rss_limit_mb=3072 \
+    -max_len="$max_len" $FUZZ_FLAGS -artifact_prefix="$art/" -print_final_stats=1 "$corpus" "$@" 2>"$log" || {
+      tail -n 60 "$log"
+      echo "test: $name found a problem; the input is in $art/ (add it to tests/fuzz/regressions/)" >&2
       return 1
     }
-  grep -E '^(Done|stat::number_of_executed_units)' build-fuzz/fuzz.log || true
+  grep -E '^(Done|stat::number_of_executed_units)' "$log" || true
   if [ -n "$(ls -A "$art")" ]; then
-    echo "test: the fuzzer left inputs in $art/" >&2
+    echo "test: $name left inputs in $art/" >&2
     return 1
   fi
+}
+
+run_fuzz() {
+  step "libFuzzer build (build-fuzz/), ${FUZZ_SECONDS} s of each fuzzer: the front end, mutants of the shipped kernels"
+  CC=clang-22 CXX=clang++-22 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DTILEC_FUZZ=ON >/dev/null
+  cmake --build build-fuzz -j "$JOBS" --target fuzz_frontend fuzz_kernels
+  # the front end's seeds: every .tl file of the test suites
+  local seeds=build-fuzz/seeds
+  rm -rf "$seeds"
+  mkdir -p "$seeds"
+  find tests -name '*.tl' -size -64k -exec cp -t "$seeds" --backup=numbered {} +
+  FUZZ_FLAGS="-dict=tests/fuzz/tilec.dict" fuzz fuzz_frontend 4096 "$seeds"
+  # the kernels' fuzzer mutates tokens of the shipped kernels (its own mutator) and compiles them
+  FUZZ_FLAGS="" fuzz fuzz_kernels 65536 kernels dsl tests/fuzz/regressions
 }
 
 run_wheel() {

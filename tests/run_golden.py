@@ -15,6 +15,10 @@ In a test file:
                             test is skipped, with the reason printed (exit status 77 when every
                             file given was skipped)
   // EXIT: N                expected exit status (default 1 if an error is expected, else 0)
+  // MEMORY: N              each command may use at most N MiB (default 4096): a regression fails
+                            instead of swapping. An address-space limit (RLIMIT_AS), or, when
+                            $TILEC_TEST_SANITIZED is set (the sanitizers reserve terabytes of address
+                            space), ASan's hard_rss_limit_mb at four times N
   expected-error: MSG       in a `//` comment: a diagnostic with exactly this message on this line;
   expected-warning: MSG     `expected-error@+1: MSG` / `@-2` for a nearby line, `@FILE:N` for a line
   expected-note: MSG        of another file (an import), `@none` for one without a location
@@ -30,8 +34,9 @@ usage:
   run_golden.py --tilec BIN [--update] PATH...   run the tests in the files / folders given
                                                  (--update rewrites the //> lines from the actual
                                                  output, once the expected-* lines all match)
-  run_golden.py --tilec BIN --stress             generated pathological inputs, each within a time
-                                                 limit (scaled by $TILEC_TEST_TIME_FACTOR)
+  run_golden.py --tilec BIN --stress             generated pathological inputs, each within a limit
+                                                 of processor time (scaled by
+                                                 $TILEC_TEST_TIME_FACTOR) and the default memory limit
   run_golden.py --coverage                       every diagnostic in compiler/ has a test
                                                  (for a message of several lines, its first
                                                  line: the rest is checked by //> lines)
@@ -39,11 +44,11 @@ usage:
 import glob
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENC = dict(encoding='utf-8', errors='surrogateescape')
@@ -72,7 +77,7 @@ def parse_test(path):
     text = open(path, newline='', **ENC).read()  # keep \r\n: a test may be about it
     lines = text.split('\n')
     name = os.path.basename(path)
-    t = dict(runs=[], exit=None, annots=[], checks=[], out=None, lines=lines, requires=[])
+    t = dict(runs=[], exit=None, annots=[], checks=[], out=None, lines=lines, requires=[], memory=DEFAULT_MEMORY_MB)
     out = []
     for i, ln in enumerate(lines, 1):
         if ln.startswith('//>'):
@@ -88,6 +93,9 @@ def parse_test(path):
         m = re.search(r'//\s*EXIT:\s*(\d+)', ln)
         if m:
             t['exit'] = int(m.group(1))
+        m = re.search(r'//\s*MEMORY:\s*(\d+)', ln)
+        if m:
+            t['memory'] = int(m.group(1))
         m = re.search(r'//\s*(CHECK|CHECK-NEXT):\s*(.*?)\s*$', ln)
         if m:
             t['checks'].append((m.group(1), m.group(2)))
@@ -117,7 +125,21 @@ CUDA_PTXAS = '/usr/local/cuda/bin/ptxas'
 FEATURES = {'cuda': (lambda: os.access(CUDA_PTXAS, os.X_OK), 'no CUDA toolkit (%s)' % CUDA_PTXAS)}
 
 
-def run_cmd(tilec, cmd, cwd, timeout=20):
+DEFAULT_MEMORY_MB = 4096
+
+
+def memory_limit(env, mb):
+    """The preexec function (or the sanitizer option in env) that holds a command to mb MiB."""
+    if os.environ.get('TILEC_TEST_SANITIZED'):
+        opts = env.get('ASAN_OPTIONS', '')
+        env['ASAN_OPTIONS'] = (opts + ':' if opts else '') + 'hard_rss_limit_mb=%d' % (4 * mb)
+        return None
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (mb << 20, mb << 20))
+    return limit
+
+
+def run_cmd(tilec, cmd, cwd, timeout=20, memory=DEFAULT_MEMORY_MB):
     args = cmd.split()
     env = dict(os.environ, TILEC=tilec)
     while args and ENV_WORD.match(args[0]):
@@ -126,7 +148,8 @@ def run_cmd(tilec, cmd, cwd, timeout=20):
     if args and args[0] == 'tilec':
         args[0] = tilec
     try:
-        p = subprocess.run(args, cwd=cwd, capture_output=True, timeout=timeout, env=env)
+        p = subprocess.run(args, cwd=cwd, capture_output=True, timeout=timeout, env=env,
+                           preexec_fn=memory_limit(env, memory))
     except subprocess.TimeoutExpired:
         return None, '', 'TIMEOUT after %d s\n' % timeout
     return p.returncode, p.stdout.decode(**ENC), p.stderr.decode(**ENC)
@@ -201,7 +224,7 @@ def run_test(tilec, path, update=False, tries=3):
     try:
         for cmd in t['runs'] or ['tilec check %s']:
             line = cmd.replace('%s', os.path.basename(path)).replace('%S', cwd).replace('%t', tmp)
-            rc, o, e = run_cmd(tilec, line, cwd)
+            rc, o, e = run_cmd(tilec, line, cwd, memory=t['memory'])
             out, err = out + o, err + e
             if rc != t['exit']:
                 errs.append('%s: exit status %s, expected %d' % (cmd, rc, t['exit']))
@@ -257,6 +280,21 @@ def import_chain(n):
 
 
 TOO_DEEP = 'nesting is deeper than 200 levels'
+TOO_LONG = "this expression has more than 500 operations inside one another; split it with 'let'"
+CODE_SIZE = ("the code of this kernel would be more than 65536 operations after lowering and unrolling (the limit: "
+             "LLVM's time and memory grow faster than the code); most of it is made here")
+TOO_DEEP_INLINED = ("expressions and statements nest more than 1000 levels deep here, counting the bodies of the fns "
+                    "called (each is inlined at its call); split the expression with 'let' or call fewer fns inside "
+                    "one another")
+
+
+def fn_chain(n, body):
+    """fns g0 .. g{n-1}, each calling the next at the bottom of body (which holds CALL once),
+    the last one returning x; a kernel calls g0"""
+    out = ['fn g%d(x: f32) -> f32 { %s }' % (i, body.replace('CALL', 'g%d(x)' % (i + 1))) for i in range(n)]
+    out.append('fn g%d(x: f32) -> f32 { return x; }' % n)
+    out.append(kernel('if thread.x == 0 { x[0] = g0(x[1]); }'))
+    return {'t.tl': '\n'.join(out) + '\n'}
 TOO_MANY = ('error', 'too many errors (20); stopping')
 # name, files ('t.tl' is checked), command, [(level, message)] in order (None: not checked)
 STRESS = [
@@ -271,7 +309,20 @@ STRESS = [
      None, [('error', TOO_DEEP)]),
     ('unary-chain-100k', {'t.tl': 'const X = ' + '-' * 100000 + '1;'}, None, [('error', TOO_DEEP)]),
     ('sum-100k-terms', {'t.tl': 'const X = ' + '+'.join(['1'] * 100000) + ';'}, None,
-     [('error', TOO_DEEP)]),
+     [('error', TOO_LONG)]),
+    ('sum-500-terms', {'t.tl': 'const X = ' + '+'.join(['1'] * 500) + ';'}, None, []),
+    ('sum-501-terms', {'t.tl': 'const X = ' + '+'.join(['1'] * 501) + ';'}, None, [('error', TOO_LONG)]),
+    ('parens-of-sums', {'t.tl': kernel('x[0] = ' + '(x[1] + x[1] + ' * 190 + 'x[1]' + ')' * 190 + ';')},
+     'tilec emit --stage=ptx t.tl', []),
+    # fn bodies are inlined: their nesting adds up along a chain of calls (g0 alone and the kernel)
+    ('sums-through-fns', fn_chain(4, 'return CALL' + ' + x' * 300 + ';'), None,
+     [('error', TOO_DEEP_INLINED), ('note', "in this call of 'g3'"), ('note', "in this call of 'g2'"),
+      ('note', "in this call of 'g1'")] * 2 + [('note', "in this call of 'g0'")]),
+    ('blocks-through-fns', fn_chain(6, 'if x > 0.0 {' * 190 + ' return CALL; ' + '}' * 190 + ' return x;'), None,
+     [('error', TOO_DEEP_INLINED), ('note', "in this call of 'g3'"), ('note', "in this call of 'g2'"),
+      ('note', "in this call of 'g1'")] * 2 + [('note', "in this call of 'g0'")]),
+    ('deepest-accepted', fn_chain(2, 'if x > 0.0 {' * 196 + ' return CALL' + ' + x' * 290 + '; ' + '}' * 196
+                                  + ' return x;'), 'tilec emit --stage=ptx t.tl', []),
     ('call-chain-100k', {'t.tl': kernel('let y = f' + '()' * 100000 + ';')}, None, [('error', TOO_DEEP)]),
     ('member-chain-100k', {'t.tl': kernel('let y = a' + '.b' * 100000 + ';')}, None, [('error', TOO_DEEP)]),
     ('errors-10k', {'t.tl': kernel('x[0] = nope;\n' * 10000)}, None,
@@ -280,7 +331,7 @@ STRESS = [
      [('error', "unexpected ';'")] * 20 + [TOO_MANY]),
     ('warnings-20k', {'t.tl': kernel('frag f: f32[32];\nshared t: f32[32];\n' + 'copy(t, f, other = 0.0);\n' * 20000)},
      None, [('warning', "'other' has no effect: only reads of a global tensor can fall outside it")] * 20
-     + [('warning', 'too many warnings (20); not showing the others')]),
+     + [('warning', 'too many warnings (20); not showing the others'), ('error', CODE_SIZE)]),
     ('lex-errors-10k', {'t.tl': '$' * 10000}, None, [('error', "unexpected character '$'")] * 20 + [TOO_MANY]),
     ('lets-100k-distinct', {'t.tl': kernel(''.join('let v%d = %d;\n' % (i, i) for i in range(100000)))},
      None, []),
@@ -290,6 +341,10 @@ STRESS = [
     ('consts-100k', {'t.tl': ''.join('const C%d = %d;\n' % (i, i) for i in range(100000))}, None, []),
     ('kernels-20k', {'t.tl': ''.join('kernel k%d() grid(1) threads(32) {}\n' % i for i in range(20000))},
      None, []),
+    # tilec list expands each specialize declaration once, not once per kernel
+    ('list-20k-specialised', {'t.tl': ''.join('kernel k%d<T: type>(x: T[N]) grid(1) threads(32) {}\n'
+                                              'specialize k%d<T = (f32, bf16)>;\n' % (i, i) for i in range(20000))},
+     'tilec list t.tl', []),
     ('params-100k', {'t.tl': 'fn f(' + ', '.join('p%d: f32' % i for i in range(100000)) + ') {}'},
      None, None),
     ('call-args-100k', {'t.tl': kernel('printf("x"' + ', 1' * 100000 + ');')}, None,
@@ -319,6 +374,13 @@ STRESS = [
     ('import-cycle', {'t.tl': 'import "a.tl";\nconst T = 1;\n', 'a.tl': 'import "t.tl";\nconst A = 1;\n'},
      None, []),
     ('unroll-4096', {'t.tl': kernel('for unroll i in 0 .. 4096 { }')}, None, []),
+    ('unroll-nest-4096x4096', {'t.tl': kernel('for unroll i in 0 .. 4096 { for unroll j in 0 .. 4096 { x[i] = x[j]; } }')},
+     'tilec emit --stage=ptx t.tl', [('error', "this 'unroll' loop of 4096 iterations inside others of 4096 makes "
+                                              "16777216 copies of its body; the limit for a nest is 4096")]),
+    ('unroll-code-size', {'t.tl': kernel('for unroll i in 0 .. 4096 { x[i] = x[i + 1] * x[i + 2] + x[i + 3]; }')},
+     'tilec emit --stage=ptx t.tl', [('error', CODE_SIZE)]),
+    ('parallel-1M-elements', {'t.tl': kernel('local l: f32[1 << 20];\nparallel (i) in l { l[i] = 1.0; }')}, None,
+     [('error', CODE_SIZE)]),
     ('specialize-4096', {'t.tl': 'kernel k<A: int, B: int>() grid(1) threads(32) {}\n'
                          'specialize k<A = (' + ', '.join(str(i) for i in range(64)) + '), B = ('
                          + ', '.join(str(i) for i in range(64)) + ')>;\n'}, None, []),
@@ -337,8 +399,11 @@ STRESS = [
                                                                        ', '.join(map(str, range(64))))},
      None, [('error', "this compilation checks more than 2097152 syntax nodes (a kernel once per specialisation, a fn "
                       "once per call); stopping here"), ('note', 'in the specialisation k<A=2,B=46> declared here')]),
-    ('too-many-I', {'t.tl': ''}, 'tilec check' + ' -I .' * 65 + ' t.tl', [('error', 'too many -I options')]),
-    ('too-many-g', {'t.tl': ''}, 'tilec check' + ' -g A=1' * 65 + ' t.tl', [('error', 'too many -g options')]),
+    # no cap on repeated options (there was one of 64 for -I, -g and -D, the last reported silently)
+    ('many-I', {'t.tl': ''}, 'tilec check' + ' -I .' * 1000 + ' t.tl', []),
+    ('many-D', {'t.tl': ''}, 'tilec check' + ''.join(' -D C%d=%d' % (i, i) for i in range(1000)) + ' t.tl', []),
+    ('many-g', {'t.tl': 'kernel k<' + ', '.join('G%d: int' % i for i in range(16)) + '>() grid(1) threads(32) { }'},
+     'tilec emit --stage=tir' + ''.join(' -g G%d=%d' % (i, i) for i in range(16)) + ' t.tl', []),
 ]
 
 
@@ -353,9 +418,12 @@ def run_stress(tilec, only=None):
             for fn, text in files.items():
                 with open(os.path.join(d, fn), 'w', **ENC) as f:
                     f.write(text)
-            t0 = time.monotonic()
+            # the time limit is on the processor time tilec takes (user + system), so that a busy
+            # machine does not fail the test; the wall clock only has the timeout
+            ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             rc, out, err = run_cmd(tilec, cmd or 'tilec check t.tl', d, timeout=max(10, 20 * factor))
-            dt = time.monotonic() - t0
+            ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            dt = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
         got = [(lv, msg) for _, _, lv, msg in parse_diags(err)]
         errs = []
         if rc is None or rc not in (0, 1) or 'Sanitizer' in err or 'internal compiler error' in err:

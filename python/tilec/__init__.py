@@ -2,9 +2,9 @@
 TileKernels (``tile_kernels``): switching is a change of import.
 
 Submodules mirror TileKernels module by module: ``tilec.transpose``, ``tilec.quant``,
-``tilec.moe`` (``engram``, ``mhc`` and ``modeling`` as they land), ``tilec.config``,
-``tilec.utils``; ``tilec.torch`` holds PyTorch reference implementations written from the
-specification, and ``tilec.testing`` the test helpers.
+``tilec.moe``, ``tilec.engram``, ``tilec.modeling`` (the autograd layers; ``mhc`` as it
+lands), ``tilec.config``, ``tilec.utils``; ``tilec.torch`` holds PyTorch reference
+implementations written from the specification, and ``tilec.testing`` the test helpers.
 Kernels are compiled on first use (JIT, cached in memory and in ``$TILEC_CACHE_DIR``) or loaded
 from an ahead-of-time fatbin when the install tree has one.
 """
@@ -18,7 +18,7 @@ except ImportError:
 
 from . import config
 from .config import get_device_num_sms, get_max_smem_per_sm, get_num_sms, set_num_sms
-from . import utils, transpose, quant, moe, torch, testing
+from . import utils, transpose, quant, moe, engram, modeling, torch, testing
 
-__all__ = ["config", "utils", "transpose", "quant", "moe", "torch", "testing", "get_num_sms", "set_num_sms",
-           "get_device_num_sms", "get_max_smem_per_sm"]
+__all__ = ["config", "utils", "transpose", "quant", "moe", "engram", "modeling", "torch", "testing", "get_num_sms",
+           "set_num_sms", "get_device_num_sms", "get_max_smem_per_sm"]

@@ -1,6 +1,6 @@
 /* test_kernel_engram.c — engram_hash (kernels/engram.tl) on the emulator against
  * moe-engram-mhc.md §2.1: every declared (max n-gram size, tables) pair, a token count that is
- * not a multiple of the 32-token blocks, negative token ids and multipliers (negative hashes,
+ * not a multiple of the 128-token blocks, negative token ids and multipliers (negative hashes,
  * where the floor modulo differs from C's %), 64-bit wrap-around products, tiny and large vocab
  * sizes. Outputs must match exactly. */
 #include "emu_harness.h"

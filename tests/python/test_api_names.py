@@ -10,9 +10,9 @@ on small inputs.
 
 The data below was read from TileKernels' sources with Python's ast module: a module's names are
 the functions, classes and assignments it defines that do not start with an underscore, and for
-a package the names its __init__ imports. Of the engram, mhc and modeling families, only the
-names that these packages import are here (excluded), and their references tile_kernels.torch.mhc
-and tile_kernels.torch.engram (checked)."""
+a package the names its __init__ imports. The engram and modeling.engram modules are checked
+like the others; of the mhc family, only the names the packages import are here (excluded), and
+its reference tile_kernels.torch.mhc (checked)."""
 import dataclasses
 import importlib
 import inspect
@@ -36,6 +36,18 @@ TK_NAMES = {
         "get_device_num_sms": F, "set_num_sms": F, "engram": M, "mhc": M, "modeling": M,
     },
     "config": {"get_device_num_sms": F, "set_num_sms": F, "get_num_sms": F, "get_max_smem_per_sm": F},
+    "engram": {
+        "fused_weight": F, "engram_gate_fwd": F, "engram_gate_bwd": F, "grad_w_reduce": F, "engram_hash": F,
+    },
+    "engram.engram_fused_weight_kernel": {"get_engram_fused_weight_kernel": F, "fused_weight": F},
+    "engram.engram_gate_kernel": {
+        "get_engram_gate_fwd_kernel": F, "get_engram_gate_bwd_kernel": F, "engram_gate_fwd": F, "engram_gate_bwd": F,
+    },
+    "engram.engram_grad_w_reduce_kernel": {"get_engram_grad_w_reduce_kernel": F, "grad_w_reduce": F},
+    "engram.engram_hash_kernel": {"get_engram_hash_kernel": F, "engram_hash": F},
+    "modeling": {"engram": M, "mhc": M},
+    "modeling.engram": {"engram_gate": V, "EngramGateFn": C},
+    "modeling.engram.engram_gate": {"EngramGateFn": C, "engram_gate": V},
     "moe": {
         "get_fused_mapping": F, "reduce_fused": F, "expand_to_fused": F, "expand_to_fused_with_sf": F,
         "inplace_unique_group_indices": F, "aux_fi": F, "group_count": F, "mask_indices_by_tp": F,
@@ -159,6 +171,15 @@ TK_REEXPORTS = {
     "": {
         "config": ("get_num_sms", "get_device_num_sms", "set_num_sms"),
     },
+    "engram": {
+        "engram_fused_weight_kernel": ("fused_weight",),
+        "engram_gate_kernel": ("engram_gate_fwd", "engram_gate_bwd"),
+        "engram_grad_w_reduce_kernel": ("grad_w_reduce",),
+        "engram_hash_kernel": ("engram_hash",),
+    },
+    "modeling.engram": {
+        "engram_gate": ("engram_gate", "EngramGateFn"),
+    },
     "moe": {
         "get_fused_mapping_kernel": ("get_fused_mapping",),
         "reduce_fused_kernel": ("reduce_fused",),
@@ -213,9 +234,27 @@ TK_REEXPORTS = {
     },
 }
 
-# the parameters of the public functions of quant, moe, transpose and torch, in order:
+# the parameters of the public functions of engram, quant, moe, transpose and torch, in order:
 # "name", or "name=default" with the default as TileKernels' source spells it
 TK_SIGNATURES = {
+    "engram.engram_fused_weight_kernel": {
+        "fused_weight": ("weight_hidden", "weight_embed"),
+    },
+    "engram.engram_gate_kernel": {
+        "engram_gate_fwd": ("hidden_states", "k", "v", "weight_fused", "eps", "clamp_value", "save_for_backward=True"),
+        "engram_gate_bwd": (
+            "grad_out", "hidden_states", "k", "v", "weight_fused", "dot", "gate_score", "rstd_x", "rstd_k",
+            "clamp_value",
+        ),
+    },
+    "engram.engram_grad_w_reduce_kernel": {
+        "grad_w_reduce": (
+            "grad_w_partial", "weight_hidden", "weight_embed", "grad_weight_hidden", "grad_weight_embed",
+        ),
+    },
+    "engram.engram_hash_kernel": {
+        "engram_hash": ("ngram_token_ids", "multipliers", "vocab_sizes", "offsets"),
+    },
     "moe.aux_fi_kernel": {
         "aux_fi": ("topk_idx", "num_experts", "num_aux_topk"),
     },
@@ -448,7 +487,12 @@ _MACRO = "a TileLang macro (device code); tilec spells it in its tile DSL (dsl/*
 _TL_HELPER = "a host helper of the TileLang kernels (loop layouts, index remapping, the sf epilogue)"
 _NOT_YET = "the family is not in tilec yet"
 EXCLUDED = {
-    "": {"engram": _NOT_YET, "mhc": _NOT_YET, "modeling": _NOT_YET},
+    "": {"mhc": _NOT_YET},
+    "engram.engram_fused_weight_kernel": {"get_engram_fused_weight_kernel": _FACTORY},
+    "engram.engram_gate_kernel": {"get_engram_gate_fwd_kernel": _FACTORY, "get_engram_gate_bwd_kernel": _FACTORY},
+    "engram.engram_grad_w_reduce_kernel": {"get_engram_grad_w_reduce_kernel": _FACTORY},
+    "engram.engram_hash_kernel": {"get_engram_hash_kernel": _FACTORY},
+    "modeling": {"mhc": _NOT_YET},
     "moe.aux_fi_kernel": {"get_aux_fi_kernel": _FACTORY},
     "moe.common": {"get_topk_group_idx": _MACRO},
     "moe.expand_to_fused_kernel": {"get_expand_to_fused_kernel": _FACTORY},
@@ -568,7 +612,7 @@ def test_defined_in_their_modules():
 
 
 def test_top_level():
-    for name in ("config", "transpose", "quant", "moe", "torch", "testing", "utils"):
+    for name in ("config", "transpose", "quant", "moe", "engram", "modeling", "torch", "testing", "utils"):
         assert isinstance(getattr(tilec, name), types.ModuleType), name
     assert tilec.torch.__name__ == "tilec.torch" and tilec.testing.__name__ == "tilec.testing"
 
@@ -616,6 +660,27 @@ def test_cast_configs():
             assert isinstance(inspect.getattr_static(cls, prop), property), (name, prop)
     assert issubclass(common.CastInputConfig, common.BaseCastConfig)
     assert issubclass(common.CastOutputConfig, common.BaseCastConfig)
+
+
+# the autograd Functions' static methods: (module, class) -> {method: parameters}
+TK_METHODS = {
+    ("modeling.engram.engram_gate", "EngramGateFn"): {
+        "forward": ("ctx", "hidden_states", "k", "v", "weight_hidden", "weight_embed", "clamp_value", "eps"),
+        "backward": ("ctx", "grad_output"),
+    },
+}
+
+
+@pytest.mark.parametrize("module, cls", sorted(TK_METHODS), ids=lambda v: v if isinstance(v, str) else None)
+def test_autograd_functions(module, cls):
+    """An autograd Function under TileKernels' name whose apply is the module's layer function
+    (engram_gate = EngramGateFn.apply), with its forward and backward parameters."""
+    c = getattr(tilec_module(module), cls)
+    assert issubclass(c, torch.autograd.Function), cls
+    for method, params in TK_METHODS[(module, cls)].items():
+        got = list(inspect.signature(inspect.getattr_static(c, method).__func__).parameters)
+        assert got == list(params), f"{cls}.{method}{got}"
+    assert tilec.modeling.engram.engram_gate == tilec.modeling.engram.EngramGateFn.apply
 
 
 def test_scoring_func():

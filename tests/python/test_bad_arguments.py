@@ -1,4 +1,4 @@
-"""Every public function of tilec.quant, tilec.moe and tilec.transpose called with one argument of
+"""Every public function of tilec.quant, tilec.moe, tilec.transpose and tilec.engram called with one argument of
 the wrong kind at a time — a float or a bool for an integer, a string or None for a flag, a list
 or a complex tensor for a tensor, a wrong pair for a block size — raises ValueError or TypeError
 whose message names the function and the argument, before anything is launched (the runtime
@@ -15,7 +15,7 @@ sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(os.path.dir
                                                                      "python")))
 
 import tilec  # noqa: E402
-from tilec import _runtime, moe, quant as Q, transpose as TR  # noqa: E402
+from tilec import _runtime, engram as EG, moe, quant as Q, transpose as TR  # noqa: E402
 
 
 def bf(*shape):
@@ -33,6 +33,10 @@ def fp8(t, h, n=128):
 def mapping(T=4, K=2, E=4):
     idx = torch.arange(T * K).view(T, K) % E
     return moe.get_fused_mapping(idx, E, 0, 16)
+
+
+def f32(*shape):
+    return torch.randn(shape)
 
 
 def _valid_calls():
@@ -82,6 +86,18 @@ def _valid_calls():
         (moe.mask_indices_by_tp, dict(indices=torch.zeros(4, 2, dtype=torch.int64), n=8, num_ep_ranks=2, tp_rank=0,
                                       num_tp_ranks=2)),
         (moe.inplace_unique_group_indices, dict(group_indices=torch.zeros(4, 2, dtype=torch.int64), num_groups=8)),
+        (EG.engram_hash, dict(ngram_token_ids=torch.randint(0, 100, (4, 3), dtype=torch.int32),
+                              multipliers=torch.randint(0, 100, (2, 3)),
+                              vocab_sizes=torch.full((2, 2, 4), 1000, dtype=torch.int32),
+                              offsets=torch.zeros(2, 8, dtype=torch.int32))),
+        (EG.fused_weight, dict(weight_hidden=bf(4, 256), weight_embed=bf(4, 256))),
+        (EG.grad_w_reduce, dict(grad_w_partial=f32(3, 4, 256), weight_hidden=bf(4, 256), weight_embed=bf(4, 256),
+                                grad_weight_hidden=f32(4, 256), grad_weight_embed=f32(4, 256))),
+        (EG.engram_gate_fwd, dict(hidden_states=bf(4, 4, 256), k=bf(4, 4, 256), v=bf(4, 256), weight_fused=f32(4, 256),
+                                  eps=1e-20, clamp_value=1e-6, save_for_backward=True)),
+        (EG.engram_gate_bwd, dict(grad_out=bf(4, 4, 256), hidden_states=bf(4, 4, 256), k=bf(4, 4, 256), v=bf(4, 256),
+                                  weight_fused=f32(4, 256), dot=f32(4, 4), gate_score=torch.rand(4, 4),
+                                  rstd_x=torch.rand(4, 4), rstd_k=torch.rand(4, 4), clamp_value=1e-6)),
     ]
 
 
@@ -90,7 +106,7 @@ VALID = _valid_calls()
 
 def test_every_public_function_is_covered():
     covered = {f.__name__ for f, _ in VALID}
-    public = {n for mod in (Q, moe, TR) for n in getattr(mod, "__all__", dir(mod))
+    public = {n for mod in (Q, moe, TR, EG) for n in getattr(mod, "__all__", dir(mod))
               if inspect.isfunction(getattr(mod, n, None)) and not n.startswith("_")}
     assert public <= covered, sorted(public - covered)
 

@@ -4,6 +4,7 @@
  * with the kernel's own requirement messages. */
 #include "tilec/runtime.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +131,50 @@ int main(int argc, char **argv)
                              tilec_rt_arg_tensor((void *)0x30000, TILEC_RT_I32, 3, voc, NULL),
                              tilec_rt_arg_tensor((void *)0x40000, TILEC_RT_I32, 2, off, NULL),
                              tilec_rt_arg_tensor((void *)0x50000000, TILEC_RT_I32, 3, out, NULL)};
-        EXPECT(tilec_rt_check(k, a, 5, NULL, &cfg) == TILEC_OK && cfg.grid[0] == 2 && cfg.grid[1] == (4001 + 31) / 32);
+        EXPECT(tilec_rt_check(k, a, 5, NULL, &cfg) == TILEC_OK && cfg.grid[0] == (4001 + 127) / 128 && cfg.grid[1] == 2);
+    }
+
+    /* Engram gate: persistent grids, min(T, num_sms * BPS) blocks forward, one per partial row backward */
+    const char *gf[] = {"HC=4", "D=7168", "C=1024", "NT=512", "S=3", "BPS=1", "SAVE=false"};
+    k = get(lib, "engram_gate_fwd", gf, 7);
+    if (k) {
+        int64_t xs[3] = {4001, 4, 7168}, vs[2] = {4001, 7168}, ws[2] = {4, 7168};
+        tilec_rt_arg a[15] = {tilec_rt_arg_tensor((void *)0x10000, TILEC_RT_BF16, 3, xs, NULL),
+                              tilec_rt_arg_tensor((void *)0x20000000, TILEC_RT_BF16, 3, xs, NULL),
+                              tilec_rt_arg_tensor((void *)0x40000000, TILEC_RT_BF16, 2, vs, NULL),
+                              tilec_rt_arg_tensor((void *)0x50000000, TILEC_RT_F32, 2, ws, NULL),
+                              tilec_rt_arg_tensor((void *)0x60000000, TILEC_RT_BF16, 3, xs, NULL),
+                              tilec_rt_arg_absent(), tilec_rt_arg_absent(), tilec_rt_arg_absent(), tilec_rt_arg_absent(),
+                              tilec_rt_arg_float(TILEC_RT_F32, 1e-20), tilec_rt_arg_float(TILEC_RT_F32, 1e-6),
+                              tilec_rt_arg_float(TILEC_RT_F32, 0.0118)};
+        tilec_rt_launch_options sms100 = {NULL, 100};
+        EXPECT(tilec_rt_check(k, a, 12, &sms100, &cfg) == TILEC_OK && cfg.grid[0] == 100 && cfg.block[0] == 512);
+        int64_t xs7[3] = {7, 4, 7168}, vs7[2] = {7, 7168};   /* fewer tokens than SMs: one block each */
+        a[0] = tilec_rt_arg_tensor((void *)0x10000, TILEC_RT_BF16, 3, xs7, NULL);
+        a[1] = tilec_rt_arg_tensor((void *)0x20000000, TILEC_RT_BF16, 3, xs7, NULL);
+        a[2] = tilec_rt_arg_tensor((void *)0x40000000, TILEC_RT_BF16, 2, vs7, NULL);
+        a[4] = tilec_rt_arg_tensor((void *)0x60000000, TILEC_RT_BF16, 3, xs7, NULL);
+        EXPECT(tilec_rt_check(k, a, 12, &sms100, &cfg) == TILEC_OK && cfg.grid[0] == 7);
+    }
+    const char *gb[] = {"HC=4", "D=7168", "C=1024", "NT=512", "S=3"};
+    k = get(lib, "engram_gate_bwd", gb, 5);
+    if (k) {
+        int64_t xs[3] = {4001, 4, 7168}, vs[2] = {4001, 7168}, ws[2] = {4, 7168}, ss[2] = {4001, 4}, ps[3] = {132, 4, 7168};
+        tilec_rt_arg a[15];
+        for (int i = 0; i < 15; i++)
+            a[i] = tilec_rt_arg_tensor((void *)(uintptr_t)(0x10000000ull * (uint64_t)(i + 1)), TILEC_RT_BF16, 3, xs, NULL);
+        a[3] = tilec_rt_arg_tensor((void *)0x40000000, TILEC_RT_BF16, 2, vs, NULL);
+        a[4] = tilec_rt_arg_tensor((void *)0x50000000, TILEC_RT_F32, 2, ws, NULL);
+        for (int i = 5; i < 9; i++)
+            a[i] = tilec_rt_arg_tensor((void *)(uintptr_t)(0x10000000ull * (uint64_t)(i + 1)), TILEC_RT_F32, 2, ss, NULL);
+        a[11] = tilec_rt_arg_tensor((void *)0xC0000000, TILEC_RT_BF16, 2, vs, NULL);
+        a[12] = tilec_rt_arg_tensor((void *)0xD0000000, TILEC_RT_F32, 3, ps, NULL);
+        a[13] = tilec_rt_arg_float(TILEC_RT_F32, 1e-6);
+        a[14] = tilec_rt_arg_float(TILEC_RT_F32, 0.0118);
+        EXPECT(tilec_rt_check(k, a, 15, NULL, &cfg) == TILEC_OK && cfg.grid[0] == 132 && cfg.block[0] == 512);
+        int64_t bad[2] = {4, 7000};   /* the fused weight must have the hidden size */
+        a[4] = tilec_rt_arg_tensor((void *)0x50000000, TILEC_RT_F32, 2, bad, NULL);
+        EXPECT(tilec_rt_check(k, a, 15, NULL, &cfg) != TILEC_OK);
     }
 
     /* Sinkhorn */

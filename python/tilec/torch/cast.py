@@ -1,7 +1,16 @@
 """Reference quantisation (``tile_kernels.torch.cast``), written from the specification
 (quant-transpose.md §1, §3.1, §6): block casts to e4m3 / packed e2m1 in the three scale layouts,
 dequantisation, and the helpers the E5M6, per-channel and SwiGLU references share. Plain tensor
-code."""
+code.
+
+Special values (docs/kernels/quant.md, "Special values"), as the kernels: a block's amax ignores
+NaN (fmax semantics, as the kernels' max reductions; torch's amax would propagate it), -0 counts
+as 0 and subnormals are ordinary values (the amax clamp applies). A block whose amax is +inf (it
+holds ±inf) gets sf = +inf (UE8M0 byte 0xFF) and multiplier 0 with or without round_sf: its finite
+values become zeros of their sign, its ±inf and NaN values NaN. NaN is stored as the one code
+0x7F in e4m3 and as 0x7 (+6, as CUDA's cvt) in e2m1, whatever its sign. Dequantisation is IEEE
+arithmetic: NaN codes give NaN, an inf scale times a zero code NaN; a NaN of a float result is
+"some NaN" (its sign and payload are not specified)."""
 from typing import Optional, Tuple
 
 import torch
@@ -52,13 +61,14 @@ def convert_to_e2m1_bits(quant_tensor: torch.Tensor, max_quant_val: float, devic
 
 
 def _e2m1_codes(v: torch.Tensor) -> torch.Tensor:
-    """f32 -> e2m1 codes: round to nearest, ties to the even code, saturate at 6, sign kept."""
+    """f32 -> e2m1 codes: round to nearest, ties to the even code, saturate at 6, sign kept;
+    NaN (of either sign) -> 0x7, +6, as CUDA's cvt.rn.satfinite.e2m1x2 (spec §6.2)."""
     bits = v.view(torch.int32)
     sign = (bits >> 31) & 1
     a = v.abs()
     code = ((a > 0.25).int() + (a >= 0.75).int() + (a > 1.25).int() + (a >= 1.75).int() + (a > 2.5).int() +
             (a >= 3.5).int() + (a > 5.0).int())
-    return code | (sign << 3)
+    return torch.where(torch.isnan(v), 0x7, code | (sign << 3))
 
 
 def pack_to_e2m1fn_x2(v: torch.Tensor) -> torch.Tensor:
@@ -70,8 +80,18 @@ def pack_to_e2m1fn_x2(v: torch.Tensor) -> torch.Tensor:
 
 def to_e4m3(v: torch.Tensor) -> torch.Tensor:
     """f32 -> float8_e4m3fn, RNE with saturation to ±448 (spec §6.1): clamped, then torch's
-    round-to-nearest-even conversion, as TileKernels' oracle does."""
-    return v.float().clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+    round-to-nearest-even conversion, as TileKernels' oracle does; NaN of either sign -> 0x7F (the
+    one NaN code the kernels store: CPU and GPU NaNs differ in sign)."""
+    v = v.float()
+    q = v.clamp(-448.0, 448.0).to(torch.float8_e4m3fn).view(torch.uint8)
+    return torch.where(torch.isnan(v), 0x7F, q).to(torch.uint8).view(torch.float8_e4m3fn)
+
+
+def nan_ignoring_absmax(blocks: torch.Tensor, dim) -> torch.Tensor:
+    """max |x| over ``dim`` with NaNs ignored (fmax semantics, as the kernels' reductions); 0 where
+    every value is NaN, -0 as 0."""
+    a = blocks.abs()
+    return torch.where(torch.isnan(a), torch.zeros((), dtype=a.dtype, device=a.device), a).amax(dim=dim)
 
 
 def _e4m3_to_f32(q: torch.Tensor) -> torch.Tensor:
@@ -131,7 +151,8 @@ def cast(x, fmt: str, block_size: Tuple[int, int] = (32, 32), sf: Optional[torch
          use_tma_aligned_col_major_sf: bool = False, use_packed_ue8m0: bool = False):
     """Block quantisation to e4m3 or e2m1 (packed in int8) with one scale per block_size block.
     Returns (data, sf), or data alone when ``sf`` is given (then its reciprocal is the multiplier).
-    """
+    NaN is ignored by the amax; a block whose amax is +inf gets sf = +inf and multiplier 0 (also
+    with round_sf: 1 / +inf); NaN data is stored as e4m3 0x7F, e2m1 0x7 (module docstring)."""
     assert fmt in _MAX, f"cast: fmt must be 'e4m3' or 'e2m1', got {fmt}"
     if isinstance(x, tuple):
         assert x_block_size is not None
@@ -150,7 +171,7 @@ def cast(x, fmt: str, block_size: Tuple[int, int] = (32, 32), sf: Optional[torch
         dq = None
     else:
         if blocks.numel():
-            amax = blocks.abs().amax(dim=(1, 3)).clamp_min(_CMIN[fmt])
+            amax = nan_ignoring_absmax(blocks, (1, 3)).clamp_min(_CMIN[fmt])
         else:
             amax = torch.zeros((nm, nk), dtype=torch.float32, device=x.device)
         dq = amax / MAX
@@ -167,7 +188,9 @@ def cast(x, fmt: str, block_size: Tuple[int, int] = (32, 32), sf: Optional[torch
 
 
 def cast_back(x, fmt: str, block_size: Tuple[int, int] = (32, 32)) -> torch.Tensor:
-    """Dequantises (data, sf): decode * expanded sf in f32, then to bf16 ('bf16') or f32 ('fp32')."""
+    """Dequantises (data, sf): decode * expanded sf in f32, then to bf16 ('bf16') or f32 ('fp32').
+    IEEE products: a NaN code gives NaN, an inf scale (UE8M0 0xFF) times a zero code NaN; NaN
+    results are some NaN (sign and payload unspecified)."""
     assert fmt in ("bf16", "fp32"), f"cast_back: fmt must be 'bf16' or 'fp32', got {fmt}"
     v = _dequant(x[0], x[1], block_size)
     return v.to(torch.bfloat16) if fmt == "bf16" else v

@@ -1,16 +1,26 @@
 """Reference E5M6 quantisation (``tile_kernels.torch.cast_e5m6``, spec quant-transpose.md §3.1,
-§6.3): the per-row cast to 12-bit E5M6 codes, 8 per 12 bytes, and its dequantisation."""
+§6.3): the per-row cast to 12-bit E5M6 codes, 8 per 12 bytes, and its dequantisation.
+
+Special values as in tilec.torch.cast (docs/kernels/quant.md, "Special values"): the row's amax
+ignores NaN; a row whose amax is +inf gets sf = +inf (UE8M0 0xFF) and multiplier 0 (finite values
+become zeros of their sign, ±inf and NaN become NaN); NaN is stored as the code 0x7FF (the top 12
+bits of 0x7FFF, the f16 NaN of the GPU's conversion), whatever its sign and payload; the E5M6 inf
+code is never produced. A NaN code decodes to NaN."""
 from typing import Tuple
 
 import torch
 
 from ..utils import ceil_div
-from .cast import _decode_sf, _expand, _layout_sf, _round_pow2
+from .cast import _decode_sf, _expand, _layout_sf, _round_pow2, nan_ignoring_absmax
 from .cast import right_shift_unsigned, transform_sf  # noqa: F401  (TileKernels has them in this module too)
 
 
+E5M6_NAN = 0x7FF   # the one NaN code: the top 12 bits of the GPU's f16 NaN 0x7FFF
+
+
 def _e5m6_codes(v: torch.Tensor) -> torch.Tensor:
-    """f32 -> 12-bit E5M6 codes (int64): truncate to f16, then the parity-aware round-up."""
+    """f32 -> 12-bit E5M6 codes (int64): truncate to f16, then the parity-aware round-up; NaN ->
+    E5M6_NAN."""
     b = v.contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF
     sign = (b >> 31) << 15
     e = (b >> 23) & 0xFF
@@ -22,7 +32,7 @@ def _e5m6_codes(v: torch.Tensor) -> torch.Tensor:
     c = (sign | mag) >> 4
     rem = b & 0x1FFFF
     c = c + (((c & 1) + rem) > 0x10000).to(torch.int64)
-    return c & 0xFFF
+    return torch.where(torch.isnan(v), E5M6_NAN, c & 0xFFF)
 
 
 def _pack_e5m6(codes: torch.Tensor) -> torch.Tensor:
@@ -52,11 +62,12 @@ def _unpack_e5m6(x: torch.Tensor) -> torch.Tensor:
 def cast_to_e5m6(x: torch.Tensor, num_per_channels: int, use_tma_aligned_col_major_sf: bool = False,
                  round_sf: bool = False, use_packed_ue8m0: bool = False):
     """Per-row E5M6 quantisation (num_per_channels must be the row length): returns
-    (uint8 (T, 3H/2), sf) with MAX 65024 and the amax clamped at 1e-4."""
+    (uint8 (T, 3H/2), sf) with MAX 65024 and the amax clamped at 1e-4 (NaN ignored; +inf: sf
+    +inf, multiplier 0; NaN stored as 0x7FF)."""
     T, H = x.shape
     assert num_per_channels == H and H % 8 == 0
     v = x.float()
-    amax = v.abs().amax(dim=1, keepdim=True).clamp_min(1e-4) if T else torch.zeros((0, 1), device=x.device)
+    amax = nan_ignoring_absmax(v, 1)[:, None].clamp_min(1e-4) if T else torch.zeros((0, 1), device=x.device)
     MAX = torch.tensor(65024.0, dtype=torch.float32, device=x.device)
     dq = amax / MAX
     if round_sf:

@@ -11,7 +11,9 @@ from .cast import _decode, _dequant, _expand, cast
 def per_channel_cast_fused(x, num_per_tokens: int, num_per_channels: Optional[int], round_sf: bool,
                            pos_to_token: Optional[torch.Tensor]):
     """Row gather (pos < 0: zero row, data and scale), then a per-channel (num_per_tokens x 1)
-    e4m3 cast of x or of the dequantised (q, q_sf) with 1 x num_per_channels groups."""
+    e4m3 cast of x or of the dequantised (q, q_sf) with 1 x num_per_channels groups. Special
+    values as in tilec.torch.cast: NaN codes and inf scales dequantise as IEEE says, then the
+    cast's rules (NaN ignored by the amax, +inf columns get sf = +inf, NaN stored as 0x7F)."""
     quant = isinstance(x, tuple)
     if pos_to_token is not None:
         idx = pos_to_token.long().clamp(min=0)

@@ -1,6 +1,13 @@
 """Reference SwiGLU forward and backward (``tile_kernels.torch.swiglu_*``), written from the
 specification (quant-transpose.md §2.15-§2.17, §3.1): f32 arithmetic in the stated order, the
-one fused multiply-add of the backward computed exactly."""
+one fused multiply-add of the backward computed exactly.
+
+Special values (docs/kernels/quant.md, "Special values"): NaN and ±inf go through the arithmetic
+as IEEE says, with CUDA's expf (exp(inf) = inf, exp(-inf) = 0, exp(NaN) = NaN; the tests run
+these references under emu_math.cuda_math()): silu(inf) = inf, silu(-inf) = -inf / inf = NaN,
+silu(-100) = -0. The clamp keeps NaN (torch.clamp; the backward's comparisons are false for NaN),
+and NaN is never counted in clamped_count. The activations are then cast by the rules of
+tilec.torch.cast; NaN results of float outputs are some NaN (sign and payload unspecified)."""
 from typing import Optional
 
 import torch
@@ -10,7 +17,8 @@ from .cast import _decode, _expand
 
 def fma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     """f32 a * b + c with a single rounding: the product is exact in f64, the f64 sum is made
-    round-to-odd (TwoSum error term), so that the final rounding to f32 is correct."""
+    round-to-odd (TwoSum error term), so that the final rounding to f32 is correct. Infinite and
+    NaN sums are IEEE's (inf * 0 = NaN, inf - inf = NaN), untouched by the correction."""
     p = a.double() * b.double()
     cd = c.double().expand_as(p)
     s = p + cd
@@ -18,7 +26,7 @@ def fma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     err = (p - (s - bb)) + (cd - bb)
     even = (s.view(torch.int64) & 1) == 0
     toward = torch.where(err > 0, torch.full_like(s, float("inf")), torch.full_like(s, float("-inf")))
-    s = torch.where((err != 0) & even, torch.nextafter(s, toward), s)
+    s = torch.where((err != 0) & even & torch.isfinite(s), torch.nextafter(s, toward), s)
     return s.float()
 
 
@@ -43,7 +51,8 @@ def swiglu_forward(x: torch.Tensor, pos_to_token_topk: Optional[torch.Tensor] = 
                    clamped_count: Optional[torch.Tensor] = None) -> torch.Tensor:
     """(N, 2Hh) -> f32 (N, Hh): l / (1 + exp(-l)) * r, l and r the halves (optionally clamped:
     l <= c, -c <= r <= c, with the counts of l > c, r > c and r < -c added to clamped_count),
-    times the row's top-k weight (0 for padding rows)."""
+    times the row's top-k weight (0 for padding rows). NaN stays NaN through the clamp and is not
+    counted."""
     hh = x.shape[1] // 2
     l = x[:, :hh].float()
     r = x[:, hh:].float()
