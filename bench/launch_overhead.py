@@ -1,6 +1,8 @@
 """Host overhead per call from Python: tilec's launch path (in-memory kernel hit, validation,
 launch) and whole API functions, next to a torch elementwise add on the same inputs.
-Measured as wall time per call over many asynchronous calls of a tiny problem."""
+Measured as wall time per call over many asynchronous calls of a tiny problem; the custom-op path
+(torch.ops.tilec.*, what torch.compile's graphs call) next to the direct call, and the replay of a
+CUDA graph that captured a call."""
 import os
 import sys
 import time
@@ -42,6 +44,17 @@ def main():
     xq = torch.randn((4, 256), device="cuda").bfloat16()
     tilec.quant.per_token_cast(xq, "e4m3", 128)
     res["tilec quant.per_token_cast (whole API)"] = per_call_us(lambda: tilec.quant.per_token_cast(xq, "e4m3", 128))
+    # the same function through its torch custom op (the path torch.compile's graphs take)
+    op, op_args = tilec.quant.per_token_cast.op, tilec.quant.per_token_cast.op_args(xq, "e4m3", 128)
+    res["torch.ops.tilec.per_token_cast (custom op)"] = per_call_us(lambda: op(*op_args))
+    idx = torch.randint(0, 64, (4, 8), device="cuda")
+    tilec.moe.get_fused_mapping(idx, 64, 1024, 16)
+    res["tilec moe.get_fused_mapping (fixed size)"] = per_call_us(lambda: tilec.moe.get_fused_mapping(idx, 64, 1024, 16))
+    # the op path inside a compiled graph, replayed as a CUDA graph: the host cost of a replay
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        tilec.quant.per_token_cast(xq, "e4m3", 128)
+    res["CUDA graph replay of per_token_cast"] = per_call_us(g.replay)
     for k2, v in res.items():
         print(f"{k2:50s} {v:7.2f} us/call")
 

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """tables.py — Markdown tables for docs/performance.md from the JSON files of the GPU benchmarks.
 
-    python3 bench/tables.py [--family quant|transpose|moe|engram] bench/results/<date>/bench_*.json
+    python3 bench/tables.py [--family quant|transpose|moe|engram|mhc] bench/results/<date>/bench_*.json
 
-Each file is one of bench_gpu.py / bench_quant.py / bench_moe.py / bench_engram.py --json; the
-kind is told apart by its rows (MoE and Engram rows have `tokens`, Engram rows also
-`"family": "engram"`, quantisation rows `us`, the others `ms`). One table per file,
+Each file is one of bench_gpu.py / bench_quant.py / bench_moe.py / bench_engram.py / bench_mhc.py
+--json; the kind is told apart by its rows (MoE, Engram and mHC rows have `tokens`, Engram and mHC
+rows also `"family"` (mHC rows their hidden size too), quantisation rows `us`, the others `ms`). One table per file,
 headed by a comment with the file, the device, the date and the copy ceiling of that run. The
 last column is torch.compile's time over ours (above 1: tilec is faster), where torch.compile was
 measured. --family keeps the rows of one family: transpose (transpose, batched_transpose), moe
-(the rows of bench_moe.py), engram (bench_engram.py's), quant (the others). No dependencies.
+(the rows of bench_moe.py), engram (bench_engram.py's), mhc (bench_mhc.py's), quant (the others). No dependencies.
 """
 import json
 import sys
@@ -54,7 +54,8 @@ def table_moe(rows):
     for r in rows:
         c = r.get("compile_us")
         cs = "failed to compile" if c is None or c != c else f"{c:.1f}"
-        out.append(f"| {r['function']} | {fmt(r['tokens'], 'd')} | {r['us']:.1f} | {r['GB/s']:.0f} | {pct(r['ceiling_frac'])} | "
+        name = r["function"] + (f" (H = {r['hidden']})" if r.get("hidden") else "")
+        out.append(f"| {name} | {fmt(r['tokens'], 'd')} | {r['us']:.1f} | {r['GB/s']:.0f} | {pct(r['ceiling_frac'])} | "
                    f"{fmt(r.get('ref_us'), '.1f')} | {cs} | {ratio(c, r['us'])} |")
     return out
 
@@ -63,8 +64,8 @@ def main(argv):
     fam = None
     if len(argv) >= 2 and argv[0] == "--family":
         fam, argv = argv[1], argv[2:]
-        if fam not in ("quant", "transpose", "moe", "engram"):
-            sys.exit(f"tables.py: unknown family {fam!r} (quant, transpose, moe, engram)")
+        if fam not in ("quant", "transpose", "moe", "engram", "mhc"):
+            sys.exit(f"tables.py: unknown family {fam!r} (quant, transpose, moe, engram, mhc)")
     if not argv:
         sys.exit(__doc__)
     for p in argv:

@@ -14,6 +14,7 @@ struct tilec_program {
     int nkernels;
     Define *defines;
     size_t last_start; /* where the diagnostics of the latest tilec_compile begin in diag.out */
+    StrBuf iface;      /* the latest tilec_program_kernel_interface */
 };
 
 const char *tilec_status_name(tilec_status s)
@@ -106,6 +107,7 @@ void tilec_program_destroy(tilec_program *p)
         return;
     free(p->kernel_names);
     free(p->defines);
+    sb_free(&p->iface);
     comp_free(&p->comp);
     free(p);
 }
@@ -129,6 +131,48 @@ int tilec_program_num_kernels(const tilec_program *p) { return p ? p->nkernels :
 const char *tilec_program_kernel_name(const tilec_program *p, int i)
 {
     return p && i >= 0 && i < p->nkernels ? p->kernel_names[i] : NULL;
+}
+
+const char *tilec_program_kernel_interface(tilec_program *p, const char *kernel)
+{
+    if (!p || !kernel)
+        return NULL;
+    Compilation *c = &p->comp;
+    Item *k = NULL;
+    for (int i = 0; i < c->nitems && !k; i++)
+        if (c->items[i]->kind == IT_KERNEL && !strcmp(c->items[i]->name.s, kernel))
+            k = c->items[i];
+    if (!k)
+        return NULL;
+    StrBuf *out = &p->iface;
+    out->len = 0;
+    sb_printf(out, "tilec-iface 1\nkernel %s\n", k->name.s);
+    for (int g = 0; g < k->ngenerics; g++) {
+        GenericParam *gp = &k->generics[g];
+        sb_printf(out, "generic %s %s", gp->name.s, generic_kind_name(gp->kind));
+        if (gp->deflt) {
+            sb_puts(out, " ");
+            ast_print_src(out, gp->deflt);
+        }
+        sb_puts(out, "\n");
+    }
+    for (int i = 0; i < k->nparams; i++) {
+        const TypeExpr *t = k->params[i].ty;
+        const TypeExpr *e = t->kind == TE_TENSOR ? t->elem : t;
+        const char *elem = e->kind == TE_PRIM ? dtype_name(e->prim) : e->kind == TE_NAMED ? e->name : "?";
+        if (t->kind == TE_TENSOR)
+            sb_printf(out, "tensor %s %s %d%s\n", k->params[i].name.s, elem, t->dims.n, t->optional ? " optional" : "");
+        else
+            sb_printf(out, "scalar %s %s\n", k->params[i].name.s, elem);
+    }
+    for (const char *d = k->doc; d && *d;) {
+        const char *eol = strchr(d, '\n');
+        size_t n = eol ? (size_t)(eol - d) : strlen(d);
+        sb_printf(out, "doc %.*s\n", (int)n, d);
+        d += n + (eol != NULL);
+    }
+    sb_puts(out, "end\n");
+    return out->data;
 }
 
 static tilec_status compile_request(tilec_program *p, const char *kernel, const char *const *generics, int ngenerics,

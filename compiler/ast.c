@@ -243,6 +243,17 @@ void ast_print_type(StrBuf *out, const TypeExpr *t)
         }
         sb_puts(out, "])");
         break;
+    case TE_LIST:
+        sb_puts(out, "(list ");
+        ast_print_type(out, t->elem);
+        sb_puts(out, " ");
+        ast_print_expr(out, t->len);
+        if (t->cap) {
+            sb_printf(out, " %s ", t->cap_name);
+            ast_print_expr(out, t->cap);
+        }
+        sb_puts(out, ")");
+        break;
     case TE_TUPLE:
         sb_puts(out, "(tuple");
         for (int i = 0; i < t->nelems; i++) {
@@ -805,6 +816,17 @@ void ast_print_type_src(StrBuf *out, const TypeExpr *t)
             ast_print_src(out, t->dims.v[i]);
         }
         sb_puts(out, "]");
+        break;
+    case TE_LIST:
+        sb_puts(out, "list<");
+        ast_print_type_src(out, t->elem);
+        sb_puts(out, ", ");
+        ast_print_src(out, t->len);
+        if (t->cap) {
+            sb_printf(out, ", %s = ", t->cap_name);
+            ast_print_src(out, t->cap);
+        }
+        sb_puts(out, ">");
         break;
     }
 }

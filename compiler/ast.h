@@ -26,17 +26,21 @@ typedef struct ConstVal {
 } ConstVal;
 
 /* ---- syntactic types ---- */
-typedef enum { TE_NAMED, TE_PRIM, TE_TENSOR, TE_TUPLE, TE_TILE } TypeExprKind;
+typedef enum { TE_NAMED, TE_PRIM, TE_TENSOR, TE_LIST, TE_TUPLE, TE_TILE } TypeExprKind;
 struct TypeExpr {
     TypeExprKind kind;
     Loc loc;
     DType prim;          /* TE_PRIM */
     const char *name;    /* TE_NAMED: a `type` generic */
-    TypeExpr *elem;      /* TE_TENSOR / TE_TILE element */
+    TypeExpr *elem;      /* TE_TENSOR / TE_TILE element; TE_LIST: the tensor type of every element */
     ExprList dims;       /* TE_TENSOR / TE_TILE shape */
     Scope scope;         /* TE_TILE: a fn parameter `t: frag f32[R, C]` (shared, frag or local) */
     ExprList strides;    /* TE_TENSOR: explicit strides, n == 0 when omitted */
     bool optional;       /* TE_TENSOR followed by `?` */
+    Expr *len;           /* TE_LIST: the length (a new name binds it) */
+    Expr *cap;           /* TE_LIST: `max = N`, the most elements it takes, or NULL */
+    const char *cap_name;
+    Loc cap_loc;
     TypeExpr **elems;    /* TE_TUPLE */
     int nelems;
 };
@@ -123,7 +127,7 @@ typedef enum {
 } StmtKind;
 
 /* FOR_TILE: `for tile t { ... }`, the walk over the tiles of a `persistent` launch (its names
- * are the tile's coordinates; lower_ast expands it as docs/language.md §7.6 says) */
+ * are the tile's coordinates; lower_ast expands it as docs/language.md §7.8 says) */
 typedef enum { FOR_SERIAL, FOR_UNROLL, FOR_PIPELINED, FOR_TILE } ForKind;
 
 typedef struct Name { const char *s; Loc loc; Sym *sym; } Name;
@@ -239,7 +243,7 @@ void stmtlist_push(Arena *a, StmtList *l, Stmt *s);
 
 /* printer for `tilec emit --stage=ast` */
 Expr *ast_clone_expr(Arena *a, const Expr *e);
-/* fills l->grid with the grid a persistent launch stands for (docs/language.md §7.6) */
+/* fills l->grid with the grid a persistent launch stands for (docs/language.md §7.8) */
 void ast_expand_persistent(Arena *a, Launch *l);
 StmtList ast_clone_stmts(Arena *a, StmtList l);
 void ast_print_module(StrBuf *out, const Module *m);

@@ -29,6 +29,9 @@ enum {
     TL_MAX_CHECKED_NODES = 1 << 21,  /* syntax nodes checked by one compilation (see sema.h) */
     TL_MAX_GENERICS = 16,            /* generic parameters of one kernel or fn */
     TL_MAX_PARAMS = 64,              /* parameters of one kernel */
+    TL_MAX_LIST = 4096,              /* elements of one tensor list parameter (its `max`) */
+    TL_LIST_DEFAULT_MAX = 64,        /* ... when neither its length nor `max = N` fixes it */
+    TL_MAX_PARAM_BYTES = 32764,      /* kernel parameter space (CUDA 12.1+, sm_70 and newer) */
 };
 
 /* ---- arena: one per compilation, freed at once ---- */

@@ -20,7 +20,8 @@ typedef struct CG {
     LLVMBuilderRef b;
     LLVMValueRef fn;
     LLVMBasicBlockRef entry;
-    LLVMValueRef *tensor_ptr;   /* per kernel param */
+    LLVMValueRef *tensor_ptr;   /* per kernel param; a tensor list's: its array of pointers */
+    LLVMValueRef *list_len;     /* per tensor list param: its length */
     LLVMValueRef (*tensor_dim)[TL_MAX_RANK];
     LLVMValueRef (*tensor_stride)[TL_MAX_RANK];
     LLVMValueRef *scalar;
@@ -474,6 +475,16 @@ static LLVMValueRef buf_base(CG *g, TBuf *buf)
         return local_array(g, buf);
     if (buf->param >= 0)
         return g->tensor_ptr[buf->param];
+    if (buf->list) {
+        /* an element of a tensor list: its pointer, read from the list's parameter where it is
+         * used (a run-time index may change between uses) */
+        LLVMValueRef ix[2] = {c32(g, 0), cg_expr(g, buf->list_index)};
+        LLVMTypeRef at = LLVMArrayType2(g->t_i64, (uint64_t)buf->list->list_cap);
+        LLVMValueRef p = LLVMBuildGEP2(g->b, at, g->tensor_ptr[buf->list->param], ix, 2, "");
+        LLVMValueRef v = LLVMBuildLoad2(g->b, g->t_ptr1, p, buf->name);
+        LLVMSetAlignment(v, 8);
+        return v;
+    }
     /* a view: its address is a variable set where the view is made (lower_ast), so the cast is
      * rebuilt at each use rather than kept from the first, which may sit in a branch (a split
      * copy's checked version) that does not dominate the others */
@@ -510,10 +521,13 @@ static LLVMValueRef linear_index(CG *g, TBuf *b, TExpr **idx)
             lin = LLVMBuildAdd(g->b, lin, LLVMBuildMul(g->b, x, c32(g, s), ""), "");
         }
         if (b->swizzle && b->rank >= 2) {
-            /* XOR the 16-byte chunk within the row with (row / swizzle) % 8 */
+            /* XOR the 16-byte chunk within the row with key((row / swizzle) % 8) */
             int per_chunk = 16 / dtype_storage_bytes(b->dt);
             LLVMValueRef row = xs[b->rank - 2];
             LLVMValueRef key = LLVMBuildAnd(g->b, LLVMBuildUDiv(g->b, row, c32(g, b->swizzle), ""), c32(g, 7), "");
+            if (b->swizzle_gemm) /* 2 (x % 4) + x / 4 */
+                key = LLVMBuildOr(g->b, LLVMBuildShl(g->b, LLVMBuildAnd(g->b, key, c32(g, 3), ""), c32(g, 1), ""),
+                                  LLVMBuildLShr(g->b, key, c32(g, 2), ""), "");
             lin = LLVMBuildXor(g->b, lin, LLVMBuildMul(g->b, key, c32(g, per_chunk), ""), "");
         }
         return lin;
@@ -1286,6 +1300,7 @@ static LLVMValueRef cg_expr(CG *g, TExpr *e)
         return LLVMBuildLoad2(b, ty_of(g, e->dt), var_slot(g, e->var), "");
     case TX_PARAM: return g->scalar[e->param];
     case TX_DIM: return g->tensor_dim[e->param][e->axis];
+    case TX_LEN: return g->list_len[e->param];
     case TX_STRIDE: return g->tensor_stride[e->param][e->axis];
     case TX_SPECIAL: return special(g, e->special);
     case TX_UN: {
@@ -1711,13 +1726,17 @@ LLVMModuleRef cg_build_module(TKernel *k, LLVMContextRef ctx)
     g.t_ptr0 = LLVMPointerTypeInContext(ctx, 0);
     g.t_ptr1 = LLVMPointerTypeInContext(ctx, 1);
     g.t_ptr3 = LLVMPointerTypeInContext(ctx, 3);
-    /* parameters per the ABI: tensor -> ptr, RANK i32 extents, RANK i64 strides; scalars by value */
-    LLVMTypeRef pts[TL_MAX_PARAMS * (1 + 2 * TL_MAX_RANK)];
+    /* parameters per the ABI: tensor -> ptr, RANK i32 extents, RANK i64 strides; tensor list ->
+     * its pointers (one .param array of max u64, taken by value), i32 length, RANK i32 extents,
+     * RANK i64 strides; scalars by value */
+    LLVMTypeRef pts[TL_MAX_PARAMS * (2 + 2 * TL_MAX_RANK)];
     int np = 0;
     for (int i = 0; i < k->nparams; i++) {
         TBuf *t = k->params[i];
         if (t) {
-            pts[np++] = g.t_ptr1;
+            pts[np++] = t->list_cap ? g.t_ptr0 : g.t_ptr1;
+            if (t->list_cap)
+                pts[np++] = g.t_i32;
             for (int d = 0; d < t->rank; d++)
                 pts[np++] = g.t_i32;
             for (int d = 0; d < t->rank; d++)
@@ -1747,10 +1766,27 @@ LLVMModuleRef cg_build_module(TKernel *k, LLVMContextRef ctx)
     g.tensor_dim = (LLVMValueRef(*)[TL_MAX_RANK])arena_alloc(k->arena, sizeof(LLVMValueRef) * TL_MAX_RANK * (size_t)(k->nparams + 1));
     g.tensor_stride = (LLVMValueRef(*)[TL_MAX_RANK])arena_alloc(k->arena, sizeof(LLVMValueRef) * TL_MAX_RANK * (size_t)(k->nparams + 1));
     g.scalar = ARENA_ARRAY(k->arena, LLVMValueRef, k->nparams + 1);
+    g.list_len = ARENA_ARRAY(k->arena, LLVMValueRef, k->nparams + 1);
+    unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5);
     int pi = 0;
     for (int i = 0; i < k->nparams; i++) {
         TBuf *t = k->params[i];
-        if (t) {
+        if (t && t->list_cap) {
+            /* the pointers by value: NVPTX reads them from the parameter space (ld.param), with
+             * run-time indices too */
+            g.tensor_ptr[i] = LLVMGetParam(g.fn, (unsigned)pi);
+            LLVMSetValueName2(g.tensor_ptr[i], t->name, strlen(t->name));
+            LLVMTypeRef at = LLVMArrayType2(g.t_i64, (uint64_t)t->list_cap);
+            LLVMAddAttributeAtIndex(g.fn, (unsigned)pi + 1, LLVMCreateTypeAttribute(ctx, byval, at));
+            LLVMAddAttributeAtIndex(g.fn, (unsigned)pi + 1,
+                                    LLVMCreateEnumAttribute(ctx, LLVMGetEnumAttributeKindForName("align", 5), 8));
+            pi++;
+            g.list_len[i] = LLVMGetParam(g.fn, (unsigned)pi++);
+            for (int d = 0; d < t->rank; d++)
+                g.tensor_dim[i][d] = LLVMGetParam(g.fn, (unsigned)pi++);
+            for (int d = 0; d < t->rank; d++)
+                g.tensor_stride[i][d] = LLVMGetParam(g.fn, (unsigned)pi++);
+        } else if (t) {
             g.tensor_ptr[i] = LLVMGetParam(g.fn, (unsigned)pi);
             LLVMSetValueName2(g.tensor_ptr[i], t->name, strlen(t->name));
             LLVMAddAttributeAtIndex(g.fn, (unsigned)pi + 1, LLVMCreateEnumAttribute(ctx, noalias, 0));

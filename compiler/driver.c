@@ -178,7 +178,7 @@ static void list_kernel(StrBuf *out, Item *k, int nspec)
         sb_puts(out, p + 1 < k->nparams ? ",\n" : "\n");
     }
     if (k->launch.persistent) {
-        /* as written: the grid it stands for is the language's business (docs/language.md §7.6) */
+        /* as written: the grid it stands for is the language's business (docs/language.md §7.8) */
         sb_puts(out, ")\n    persistent(tiles = ");
         if (k->launch.tiles.n > 1)
             sb_puts(out, "[");
@@ -326,8 +326,8 @@ int driver_emit(const DriverOptions *o, const char *file)
     if (!strcmp(stage, "ast")) {
         if (driver_load(&c, o, file, false))
             ast_print_module(&out, c.modules[0]);
-    } else if (!strcmp(stage, "tir") || !strcmp(stage, "llvm") || !strcmp(stage, "ptx") || !strcmp(stage, "cubin") ||
-               !strcmp(stage, "obj")) {
+    } else if (!strcmp(stage, "tir") || !strcmp(stage, "sig") || !strcmp(stage, "llvm") || !strcmp(stage, "ptx") ||
+               !strcmp(stage, "cubin") || !strcmp(stage, "obj")) {
         int sm = driver_arch(o->arch);
         if (!sm)
             return 1;
@@ -337,9 +337,9 @@ int driver_emit(const DriverOptions *o, const char *file)
             fprintf(stderr, "tilec: error: unknown target '%s' (the GPU by default, or host)\n", o->target);
             return 1;
         }
-        if (host != !strcmp(stage, "obj") && strcmp(stage, "tir") && strcmp(stage, "llvm")) {
+        if (host != !strcmp(stage, "obj") && strcmp(stage, "tir") && strcmp(stage, "sig") && strcmp(stage, "llvm")) {
             if (host)
-                fprintf(stderr, "tilec: error: --target=host emits --stage=tir, llvm or obj\n");
+                fprintf(stderr, "tilec: error: --target=host emits --stage=tir, sig, llvm or obj\n");
             else
                 fprintf(stderr, "tilec: error: --stage=obj needs --target=host\n");
             return 1;
@@ -351,13 +351,17 @@ int driver_emit(const DriverOptions *o, const char *file)
                 rq.kernel = k;
                 rq.sm = sm;
                 rq.opt_level = o->opt_level;
-                rq.stage = !strcmp(stage, "tir") ? STAGE_TIR : !strcmp(stage, "llvm") ? STAGE_LLVM : STAGE_PTX;
+                /* sig: the launch signature the runtime checks arguments against (tilec/compiler.h) */
+                bool sig = !strcmp(stage, "sig");
+                rq.stage = !strcmp(stage, "tir") || sig ? STAGE_TIR : !strcmp(stage, "llvm") ? STAGE_LLVM : STAGE_PTX;
                 rq.host = host;
                 rq.dump_after = o->dump_after;
                 rq.dump = &out;
                 CompileResult res;
                 if (compile_specialization(&c, &rq, &res)) {
-                    if (!strcmp(stage, "cubin")) {
+                    if (sig) {
+                        sb_puts(&out, res.signature);
+                    } else if (!strcmp(stage, "cubin")) {
                         char *cubin;
                         size_t n;
                         if (tool_ptxas(&c.diag, res.text, res.size, sm, o->opt_level, false, &cubin, &n, NULL)) {
@@ -373,7 +377,7 @@ int driver_emit(const DriverOptions *o, const char *file)
         }
     } else {
         comp_init(&c);
-        diag_error(&c.diag, loc_none(), "unknown stage '%s' (ast, tir, llvm, ptx, cubin, obj)", stage);
+        diag_error(&c.diag, loc_none(), "unknown stage '%s' (ast, tir, sig, llvm, ptx, cubin, obj)", stage);
     }
     rc = driver_flush(&c);
     if (rc == 0 && !write_output(o, out.data ? out.data : "", out.len))

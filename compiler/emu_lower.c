@@ -2,8 +2,9 @@
  * NVPTX; this pass rewrites it into a module the x86-64 back end compiles for the CPU emulator
  * (runtime/emu), so that the emulator runs the very code the GPU runs:
  *   - every GPU intrinsic (thread ids, barriers, shuffles, votes, fp8/fp4 conversions, fma.rm,
- *     MUFU ex2 / rsqrt, cp.async, trap) and every inline-asm `cvt` becomes a call to the
- *     emulator's ABI (runtime/emu/include/tilec/tl_emu_abi.h), which reads the current fiber;
+ *     MUFU ex2 / rsqrt, cp.async, ldmatrix, mma.sync, trap) and every inline-asm `cvt` becomes a
+ *     call to the emulator's ABI (runtime/emu/include/tilec/tl_emu_abi.h), which reads the
+ *     current fiber;
  *   - conversions that involve f16, bf16 or f64, min/max, and f32 atomic adds go through the
  *     emulator's bit-exact versions, and float arithmetic results that are NaN (negation and
  *     abs included) become the GPU's NaN: the canonical one for f32, where x86 keeps payloads;
@@ -12,13 +13,16 @@
  *     shared-memory access reports itself first (bounds check and racecheck);
  *   - after LLVM's optimiser, every global-memory access through a tensor parameter is checked
  *     first against the range the launch gave for that tensor, inline; only a miss calls the
- *     emulator, which reports it;
+ *     emulator, which reports it; an access through a tensor of a tensor list is checked against
+ *     the range of the element whose pointer it was read from, and those reads stay inside the
+ *     list's parameter whatever the index;
  *   - f16 / bf16 values that are only moved become i16, since x86 would move them through f32
  *     registers and change subnormals and NaNs;
  *   - signed division guards INT_MIN / -1, which traps on x86;
  *   - the kernel gets the C calling convention, loses `noalias` (other fibers write through
- *     other copies of the pointers between barriers), and a wrapper `__tl_emu_ENTRY(void **)`
- *     takes the parameters as cuLaunchKernel does.
+ *     other copies of the pointers between barriers) and `byval` (a tensor list's pointers are
+ *     read where the launch put them), and a wrapper `__tl_emu_ENTRY(void **)` takes the
+ *     parameters as cuLaunchKernel does.
  * Address spaces 1 and 3 stay: on x86-64 they are plain 64-bit pointers. The object also
  * carries two strings for the emulator's reports: the sites (what each barrier / warp
  * operation / memory access is) and the map of the shared buffers. */
@@ -53,10 +57,15 @@ typedef struct EL {
     StrBuf sites;
     int nsites;
     LLVMValueRef canon32, dnan64; /* the f32 canonical NaN and the f64 default NaN, opaque to LLVM */
-    /* global memory: the tensor parameters (their data pointers), the range of each as read at
-     * the top of the kernel (made on first use), and the inline check */
+    LLVMValueRef tc_regs;         /* mma / ldmatrix: the lane's registers, i32[10] on its stack */
+    /* global memory: the tensor and tensor-list parameters (their data pointers, the arrays of a
+     * list's), the first range of each and a list's max (0 for a tensor), the range of each
+     * tensor as read at the top of the kernel (made on first use), and the inline check */
     LLVMValueRef *tensors, *gbase, *gsize, granges, gtop;
-    int ntensors;
+    int *slot, *cap;
+    int ntensors, nslots;
+    LLVMValueRef *elem_loads; /* the reads of a list's tensor pointers that accesses go through */
+    int nelem_loads;
     GLimit glims[32]; /* the limits for accesses of constant sizes */
     int nglims;
     LLVMValueRef gcheck;
@@ -145,6 +154,12 @@ static const char *callee_name(LLVMValueRef call)
 static LLVMValueRef arg(LLVMValueRef call, unsigned i) { return LLVMGetOperand(call, i); }
 
 static bool starts(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+static bool is_shared(LLVMValueRef p)
+{
+    LLVMTypeRef t = LLVMTypeOf(p);
+    return LLVMGetTypeKind(t) == LLVMPointerTypeKind && LLVMGetPointerAddressSpace(t) == 3;
+}
 
 /* value <-> i64 bits */
 static LLVMValueRef to_bits64(EL *el, LLVMValueRef v, bool sign)
@@ -326,6 +341,97 @@ static void lower_cp_async(EL *el, LLVMValueRef call, const char *name)
     replace(call, NULL);
 }
 
+/* the i32[10] in the kernel's entry block that mma.sync and ldmatrix pass their registers in
+ * (one for all of them: a thread runs one at a time); the builder stays before `call` */
+static LLVMValueRef tc_regs(EL *el, LLVMValueRef call)
+{
+    if (!el->tc_regs) {
+        LLVMMetadataRef loc = LLVMGetCurrentDebugLocation2(el->b);
+        LLVMPositionBuilderBefore(el->b, LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(el->fn)));
+        LLVMSetCurrentDebugLocation2(el->b, NULL);
+        el->tc_regs = LLVMBuildAlloca(el->b, LLVMArrayType2(el->i32, 10), "tc.regs");
+        LLVMSetCurrentDebugLocation2(el->b, loc);
+        LLVMPositionBuilderBefore(el->b, call);
+    }
+    return el->tc_regs;
+}
+
+static LLVMValueRef tc_slot(EL *el, LLVMValueRef regs, unsigned i)
+{
+    LLVMValueRef idx[2] = {c32(el, 0), c32(el, i)};
+    return LLVMBuildInBoundsGEP2(el->b, LLVMArrayType2(el->i32, 10), regs, idx, 2, "");
+}
+
+/* llvm.nvvm.mma.m16n8kK.row.col.*(a0..a3, b0, b1, c0..c3) -> {d0..d3}: the ten operands as i32 in
+ * tc_regs, tl_emu_mma, the four results back out; the forms are those codegen_mma.c emits */
+static void lower_mma(EL *el, LLVMValueRef call, const char *name)
+{
+    static const struct {
+        const char *name;
+        int form;
+    } forms[] = {
+        {"llvm.nvvm.mma.m16n8k16.row.col.f32.f32", TL_EMU_MMA_F16},
+        {"llvm.nvvm.mma.m16n8k16.row.col.bf16", TL_EMU_MMA_BF16},
+        {"llvm.nvvm.mma.m16n8k8.row.col.tf32", TL_EMU_MMA_TF32},
+        {"llvm.nvvm.mma.m16n8k32.row.col.f32.e4m3.e4m3.f32", TL_EMU_MMA_E4M3},
+        {"llvm.nvvm.mma.m16n8k32.row.col.f32.e5m2.e5m2.f32", TL_EMU_MMA_E5M2},
+    };
+    int form = -1;
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        if (!strcmp(name, forms[i].name))
+            form = forms[i].form;
+    LLVMTypeRef rt = LLVMTypeOf(call);
+    if (form < 0 || LLVMGetNumArgOperands(call) != 10 || LLVMGetTypeKind(rt) != LLVMStructTypeKind ||
+        LLVMCountStructElementTypes(rt) != 4) {
+        el_error(el, "the emulator does not implement '%s' (kernel %s)", name);
+        return;
+    }
+    LLVMValueRef regs = tc_regs(el, call);
+    for (unsigned i = 0; i < 10; i++) {
+        LLVMValueRef v = arg(call, i); /* i32, <2 x half> or float: 32 bits each */
+        if (LLVMTypeOf(v) != el->i32)
+            v = LLVMBuildBitCast(el->b, v, el->i32, "");
+        LLVMBuildStore(el->b, v, tc_slot(el, regs, i));
+    }
+    LLVMTypeRef at[3] = {el->i32, el->p0, el->i32};
+    LLVMValueRef args[3] = {c32(el, (uint64_t)form), regs, site(el, "mma.sync", call)};
+    call_abi(el, "tl_emu_mma", el->v, at, args, 3, 1);
+    LLVMValueRef r = LLVMGetUndef(rt);
+    for (unsigned i = 0; i < 4; i++) {
+        LLVMValueRef d = LLVMBuildLoad2(el->b, el->i32, tc_slot(el, regs, 6 + i), "");
+        LLVMTypeRef et = LLVMStructGetTypeAtIndex(rt, i);
+        if (et != el->i32)
+            d = LLVMBuildBitCast(el->b, d, et, "");
+        r = LLVMBuildInsertValue(el->b, r, d, i, "");
+    }
+    replace(call, r);
+}
+
+/* llvm.nvvm.ldmatrix.sync.aligned.m8n8.xN[.trans].b16(row) -> i32 or {i32 x N} */
+static void lower_ldmatrix(EL *el, LLVMValueRef call, const char *name)
+{
+    const char *p = name + strlen("llvm.nvvm.ldmatrix.sync.aligned.m8n8.x");
+    int num = *p - '0';
+    bool trans = strstr(p, ".trans.") != NULL;
+    LLVMTypeRef rt = LLVMTypeOf(call);
+    bool agg = LLVMGetTypeKind(rt) == LLVMStructTypeKind;
+    if ((num != 1 && num != 2 && num != 4) || !strstr(p, ".b16") || LLVMGetNumArgOperands(call) != 1 ||
+        !is_shared(arg(call, 0)) || agg != (num > 1) || (agg && (int)LLVMCountStructElementTypes(rt) != num)) {
+        el_error(el, "the emulator does not implement '%s' (kernel %s)", name);
+        return;
+    }
+    LLVMValueRef regs = tc_regs(el, call);
+    LLVMTypeRef at[4] = {el->i32, el->p3, el->p0, el->i32};
+    LLVMValueRef args[4] = {c32(el, (uint64_t)(num | (trans ? 8 : 0))), arg(call, 0), regs, site(el, "ldmatrix", call)};
+    call_abi(el, "tl_emu_ldmatrix", el->v, at, args, 4, 1);
+    LLVMValueRef r = agg ? LLVMGetUndef(rt) : NULL;
+    for (unsigned i = 0; i < (unsigned)num; i++) {
+        LLVMValueRef d = LLVMBuildLoad2(el->b, el->i32, tc_slot(el, regs, i), "");
+        r = agg ? LLVMBuildInsertValue(el->b, r, d, i, "") : d;
+    }
+    replace(call, r);
+}
+
 /* the `cvt` instructions codegen writes as inline PTX (explicit rounding modes) */
 static void lower_asm(EL *el, LLVMValueRef call)
 {
@@ -464,6 +570,10 @@ static void lower_call(EL *el, LLVMValueRef call)
         replace(call, NULL);
     } else if (starts(name, "llvm.nvvm.cp.async.") && strstr(name, ".shared.global.")) {
         lower_cp_async(el, call, name);
+    } else if (starts(name, "llvm.nvvm.mma.")) {
+        lower_mma(el, call, name);
+    } else if (starts(name, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x")) {
+        lower_ldmatrix(el, call, name);
     } else if (!strcmp(name, "tilec.grid_sync")) {
         args[0] = site(el, "grid_sync", call);
         call_abi(el, "tl_emu_grid_sync", el->v, &el->i32, args, 1, 1);
@@ -732,20 +842,20 @@ static void instrument_shared(EL *el, LLVMValueRef inst, LLVMOpcode op)
     call_abi(el, "tl_emu_shared_access", el->v, at, args, 4, 1);
 }
 
-static bool is_shared(LLVMValueRef p)
-{
-    LLVMTypeRef t = LLVMTypeOf(p);
-    return LLVMGetTypeKind(t) == LLVMPointerTypeKind && LLVMGetPointerAddressSpace(t) == 3;
-}
-
 /* ---------------- global memory ----------------
  * The emulator knows the range of each tensor argument; an access is checked against the tensor
  * its pointer comes from, inline, so that the common case costs a subtraction and a compare.
  * Pointers that come from a view<T>(addr, ...) (inttoptr) are not checked: the emulator does not
  * know what memory they name. This runs after LLVM's optimiser (check_globals). */
 
-/* where a pointer comes from: tensor parameter j (>= 0) or one of these */
-enum { G_NONE = -1, G_UNKNOWN = -2, G_OTHER = -3 /* a view, a global of the module, the stack */ };
+/* where a pointer comes from: the range slot of a tensor parameter (>= 0) or one of these: inside
+ * the pointer array of tensor list j (G_TABLE - j), the pointer read by elem_loads[e] (G_ELEM - e:
+ * a tensor of a list, whose slot depends on where it was read) */
+enum { G_NONE = -1, G_UNKNOWN = -2, G_OTHER = -3 /* a view, a global of the module, the stack */,
+       G_TABLE = -16, G_ELEM = -(1 << 20) };
+
+static bool g_is_table(int o) { return o <= G_TABLE && o > G_ELEM; }
+static bool g_is_elem(int o) { return o <= G_ELEM; }
 
 static int g_join(int a, int b)
 {
@@ -764,8 +874,19 @@ static int g_origin(EL *el, LLVMValueRef p, LLVMValueRef *seen, int *nseen, int 
     if (LLVMIsAArgument(p)) {
         for (int j = 0; j < el->ntensors; j++)
             if (el->tensors[j] == p)
-                return j;
+                return el->cap[j] ? G_TABLE - j : el->slot[j];
         return G_UNKNOWN;
+    }
+    if (LLVMIsALoadInst(p)) { /* a tensor's pointer read from a list's array */
+        if (!g_is_table(g_origin(el, LLVMGetOperand(p, 0), seen, nseen, depth + 1)))
+            return G_UNKNOWN;
+        for (int e = 0; e < el->nelem_loads; e++)
+            if (el->elem_loads[e] == p)
+                return G_ELEM - e;
+        if (el->nelem_loads % 64 == 0)
+            el->elem_loads = tl_xrealloc(el->elem_loads, sizeof(LLVMValueRef) * (size_t)(el->nelem_loads + 64));
+        el->elem_loads[el->nelem_loads] = p;
+        return G_ELEM - el->nelem_loads++;
     }
     if (LLVMIsAGlobalValue(p) || LLVMIsAAllocaInst(p))
         return G_OTHER;
@@ -822,7 +943,7 @@ static LLVMValueRef g_limit(LLVMBuilderRef b, LLVMValueRef span, LLVMValueRef si
  * known, base 0 and limit 0: every access calls out */
 static void g_range(EL *el, int j, LLVMValueRef size, LLVMValueRef *base, LLVMValueRef *lim)
 {
-    if (j < 0 || j >= TL_EMU_MAX_TENSORS) {
+    if (j < 0 || j >= TL_EMU_MAX_RANGES) {
         *base = *lim = LLVMConstInt(el->i64, 0, 0);
         return;
     }
@@ -856,6 +977,64 @@ static void g_range(EL *el, int j, LLVMValueRef size, LLVMValueRef *base, LLVMVa
         *lim = g_limit(el->b, el->gsize[j], size);
     }
     LLVMDisposeBuilder(eb);
+}
+
+/* The list whose array the pointer read by `load` comes from, and the element's index there. */
+static int g_table_of(EL *el, LLVMValueRef load)
+{
+    LLVMValueRef seen[64];
+    int nseen = 0;
+    return G_TABLE - g_origin(el, LLVMGetOperand(load, 0), seen, &nseen, 0);
+}
+
+/* An access through the tensor whose pointer `load` read from list j's array: its range slot is
+ * the list's first plus the element's index, read from where the pointer was (an index past the
+ * list's max takes the slot after its elements, which has no memory); base and limit from the
+ * emulator's table at that slot, here, since the slot is known only at run time. Returns the
+ * slot (i32). */
+static LLVMValueRef g_elem_range(EL *el, LLVMValueRef load, LLVMValueRef size, LLVMValueRef *base, LLVMValueRef *lim)
+{
+    int j = g_table_of(el, load);
+    LLVMBuilderRef b = el->b;
+    if (!el->granges) {
+        LLVMBuilderRef eb = g_entry_builder(el);
+        LLVMTypeRef fty;
+        LLVMValueRef f = abi_fn(el, "tl_emu_global_ranges", el->p0, NULL, 0, 3, &fty);
+        el->granges = LLVMBuildCall2(eb, fty, f, NULL, 0, "");
+        LLVMDisposeBuilder(eb);
+    }
+    LLVMValueRef off = LLVMBuildSub(b, LLVMBuildPtrToInt(b, LLVMGetOperand(load, 0), el->i64, ""),
+                                    LLVMBuildPtrToInt(b, el->tensors[j], el->i64, ""), "");
+    LLVMValueRef ix = LLVMBuildLShr(b, off, LLVMConstInt(el->i64, 3, 0), "");
+    LLVMValueRef max = LLVMConstInt(el->i64, (uint64_t)el->cap[j], 0);
+    ix = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, ix, max, ""), ix, max, "");
+    LLVMValueRef slot = LLVMBuildAdd(b, ix, LLVMConstInt(el->i64, (uint64_t)el->slot[j], 0), "");
+    LLVMValueRef two = LLVMBuildShl(b, slot, LLVMConstInt(el->i64, 1, 0), "");
+    LLVMValueRef two1 = LLVMBuildAdd(b, two, LLVMConstInt(el->i64, 1, 0), "");
+    *base = LLVMBuildLoad2(b, el->i64, LLVMBuildGEP2(b, el->i64, el->granges, &two, 1, ""), "");
+    LLVMValueRef span = LLVMBuildLoad2(b, el->i64, LLVMBuildGEP2(b, el->i64, el->granges, &two1, 1, ""), "");
+    *lim = g_limit(b, span, size);
+    return LLVMBuildTrunc(b, slot, el->i32, "");
+}
+
+/* A read of a tensor list's pointer array stays inside it: an index past the max reads the last
+ * pointer instead (the access through it is reported all the same: its slot is the one past the
+ * list's elements). On the GPU such an index reads other parameters; here it would read the
+ * caller's memory. */
+static void clamp_table_load(EL *el, LLVMValueRef load)
+{
+    int j = g_table_of(el, load);
+    LLVMValueRef p = LLVMGetOperand(load, 0);
+    uint64_t size = LLVMStoreSizeOfType(el->td, LLVMTypeOf(load));
+    uint64_t bytes = 8 * (uint64_t)el->cap[j];
+    if (size > bytes)
+        return;
+    LLVMPositionBuilderBefore(el->b, load);
+    LLVMValueRef off = LLVMBuildSub(el->b, LLVMBuildPtrToInt(el->b, p, el->i64, ""),
+                                    LLVMBuildPtrToInt(el->b, el->tensors[j], el->i64, ""), "");
+    LLVMValueRef last = LLVMConstInt(el->i64, bytes - size, 0);
+    off = LLVMBuildSelect(el->b, LLVMBuildICmp(el->b, LLVMIntULE, off, last, ""), off, last, "");
+    LLVMSetOperand(load, 0, LLVMBuildGEP2(el->b, el->i8, el->tensors[j], &off, 1, ""));
 }
 
 /* void __tl_emu_gcheck(i64 addr, i64 size, i32 kind, i32 site, i32 tensor, i64 base, i64 lim),
@@ -905,18 +1084,22 @@ static void instrument_global(EL *el, LLVMValueRef inst, LLVMValueRef p, LLVMVal
     int o = g_origin(el, p, seen, &nseen, 0);
     if (o == G_NONE)
         o = G_UNKNOWN;
-    if (o == G_OTHER || (LLVMGetPointerAddressSpace(LLVMTypeOf(p)) != 1 && o < 0))
+    if (o == G_OTHER || g_is_table(o) || (LLVMGetPointerAddressSpace(LLVMTypeOf(p)) != 1 && o < 0 && !g_is_elem(o)))
         return;
     if (!el->gcheck)
         g_check_fn(el);
     LLVMPositionBuilderBefore(el->b, inst);
     if (LLVMTypeOf(size) != el->i64)
         size = LLVMBuildZExt(el->b, size, el->i64, "");
-    LLVMValueRef base, lim;
-    g_range(el, o, size, &base, &lim);
+    LLVMValueRef base, lim, tensor;
+    if (g_is_elem(o)) {
+        tensor = g_elem_range(el, el->elem_loads[G_ELEM - o], size, &base, &lim);
+    } else {
+        g_range(el, o, size, &base, &lim);
+        tensor = c32(el, o >= 0 ? (uint64_t)o : 0xFFFFFFFFu);
+    }
     LLVMValueRef args[7] = {LLVMBuildPtrToInt(el->b, p, el->i64, ""), size, c32(el, (uint64_t)kind),
-                            site_id ? site_id : access_site(el, inst, "global", kind),
-                            c32(el, o >= 0 ? (uint64_t)o : 0xFFFFFFFFu), base, lim};
+                            site_id ? site_id : access_site(el, inst, "global", kind), tensor, base, lim};
     LLVMBuildCall2(el->b, el->gcheck_ty, el->gcheck, args, 7, "");
 }
 
@@ -972,6 +1155,15 @@ static void check_globals(EL *el)
             /* x86-64-v2 has no masked memory instructions for the vectoriser to use */
             el_error(el, "the emulator cannot check the global accesses of '%s' (kernel %s)", name);
         }
+    }
+    /* after the checks, which read the elements' indices from the unclamped addresses */
+    for (size_t j = 0; j < n && el->ok; j++) {
+        if (LLVMGetInstructionOpcode(v[j]) != LLVMLoad)
+            continue;
+        LLVMValueRef seen[64];
+        int nseen = 0;
+        if (g_is_table(g_origin(el, LLVMGetOperand(v[j], 0), seen, &nseen, 0)))
+            clamp_table_load(el, v[j]);
     }
     free(v);
 }
@@ -1346,6 +1538,13 @@ static void make_wrapper(EL *el)
     for (unsigned i = 0; i < n; i++) {
         LLVMValueRef slot = LLVMBuildGEP2(el->b, el->p0, params, (LLVMValueRef[]){LLVMConstInt(el->i64, i, 0)}, 1, "");
         LLVMValueRef p = LLVMBuildLoad2(el->b, el->p0, slot, "");
+        bool list = false; /* a tensor list's pointer array: passed where it lies */
+        for (int j = 0; j < el->ntensors; j++)
+            list |= el->cap[j] && el->tensors[j] == LLVMGetParam(el->fn, i);
+        if (list) {
+            args[i] = p;
+            continue;
+        }
         LLVMValueRef a = LLVMBuildLoad2(el->b, pts[i], p, "");
         LLVMSetAlignment(a, 1);
         args[i] = a;
@@ -1393,10 +1592,12 @@ static void fix_kernel_attributes(EL *el)
     LLVMSetFunctionCallConv(f, LLVMCCallConv);
     LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "nvvm.maxntid", 12);
     LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "nvvm.minctasm", 13);
-    unsigned noalias = attr_kind("noalias");
+    unsigned noalias = attr_kind("noalias"), byval = attr_kind("byval");
     unsigned n = LLVMCountParams(f);
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = 0; i < n; i++) {
         LLVMRemoveEnumAttributeAtIndex(f, i + 1, noalias);
+        LLVMRemoveEnumAttributeAtIndex(f, i + 1, byval);
+    }
     /* a frame of its own, with a frame pointer, so that a debugger shows the kernel in backtraces */
     LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(el->ctx, attr_kind("noinline"), 0));
     LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateStringAttribute(el->ctx, "frame-pointer", 13, "all", 3));
@@ -1479,14 +1680,31 @@ static bool lower(EL *el, TKernel *k, LLVMModuleRef m, LLVMTargetMachineRef tm)
         diag_ice(k->diag, "emu_lower", "no kernel function '%s' in the module", k->entry);
         return false;
     }
-    /* the tensor parameters are the pointer ones (codegen: a tensor is ptr, extents, strides) */
-    unsigned np = LLVMCountParams(el->fn);
+    /* the tensor and tensor-list parameters, as codegen lays them out (a tensor: ptr, extents,
+     * strides; a list: its pointer array, length, extents, strides), and their range slots: one
+     * per tensor, max + 1 per list (tl_emu_abi.h) */
+    unsigned np = LLVMCountParams(el->fn), pi = 0;
     el->tensors = tl_xcalloc(np + 1, sizeof(LLVMValueRef));
-    el->gbase = tl_xcalloc(np + 1, sizeof(LLVMValueRef));
-    el->gsize = tl_xcalloc(np + 1, sizeof(LLVMValueRef));
-    for (unsigned i = 0; i < np; i++)
-        if (LLVMGetTypeKind(LLVMTypeOf(LLVMGetParam(el->fn, i))) == LLVMPointerTypeKind)
-            el->tensors[el->ntensors++] = LLVMGetParam(el->fn, i);
+    el->slot = tl_xcalloc(np + 1, sizeof(int));
+    el->cap = tl_xcalloc(np + 1, sizeof(int));
+    for (int i = 0; i < k->nparams && pi < np; i++) {
+        TBuf *t = k->params[i];
+        if (!t) {
+            pi++;
+            continue;
+        }
+        el->tensors[el->ntensors] = LLVMGetParam(el->fn, pi);
+        el->slot[el->ntensors] = el->nslots;
+        el->cap[el->ntensors++] = t->list_cap;
+        el->nslots += t->list_cap ? t->list_cap + 1 : 1;
+        pi += (t->list_cap ? 2u : 1u) + 2u * (unsigned)t->rank;
+    }
+    if (pi != np) {
+        diag_ice(k->diag, "emu_lower", "kernel %s has %u parameters, not the %u of its signature", k->key, np, pi);
+        return false;
+    }
+    el->gbase = tl_xcalloc((size_t)el->nslots + 1, sizeof(LLVMValueRef));
+    el->gsize = tl_xcalloc((size_t)el->nslots + 1, sizeof(LLVMValueRef));
     lower_instructions(el);
     if (el->ok)
         legalize_f16(el);
@@ -1504,6 +1722,9 @@ static void el_dispose(EL *el)
 {
     sb_free(&el->sites);
     free(el->tensors);
+    free(el->slot);
+    free(el->cap);
+    free(el->elem_loads);
     free(el->gbase);
     free(el->gsize);
     if (el->b)

@@ -225,7 +225,8 @@ bool pass_layout(TKernel *k)
      * banks; others a padded row. */
     for (int i = 0; i < k->nbufs; i++) {
         TBuf *b = k->bufs[i];
-        if (b->scope == SC_SHARED && b->transposed_access && b->rank >= 2 && b->dt != DT_E2M1 && !b->row_pad) {
+        if (b->scope == SC_SHARED && b->transposed_access && b->rank >= 2 && b->dt != DT_E2M1 && !b->row_pad &&
+            !b->swizzle) {
             int es = dtype_storage_bytes(b->dt);
             int64_t rowbytes = b->shape[b->rank - 1] * es;
             if (rowbytes % 128 == 0)

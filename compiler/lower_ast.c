@@ -84,14 +84,14 @@ static TExpr *const_of(Lower *L, ConstVal cv, DType dt)
 static void mark_written(Region *r)
 {
     if (r->buf && r->buf->scope == SC_GLOBAL)
-        r->buf->written = true;
+        tir_mark_written(r->buf);
 }
 
 /* ---- tensors: extents and strides ---- */
 static TExpr *param_dim(Lower *L, int p, int axis, bool stride)
 {
     TExpr *e = ARENA_NEW(L->a, TExpr);
-    e->kind = stride ? TX_STRIDE : TX_DIM;
+    e->kind = axis < 0 ? TX_LEN : stride ? TX_STRIDE : TX_DIM; /* axis -1: a tensor list's length */
     e->dt = stride ? DT_I64 : DT_I32;
     e->param = p;
     e->axis = axis;
@@ -99,20 +99,22 @@ static TExpr *param_dim(Lower *L, int p, int axis, bool stride)
     return e;
 }
 
-static void setup_tensor(Lower *L, Param *p, int pi)
+/* A tensor parameter's buffer, or a tensor list's pattern (te: the type of its elements): extents
+ * and strides from the signature. */
+static TBuf *param_buf(Lower *L, Param *p, TypeExpr *te, int pi)
 {
     Sym *ts = p->sym;
     Type *t = ts->type;
     TBuf *b = tir_buf(L->k, p->name.s, SC_GLOBAL, t->dt, t->rank, NULL);
     b->param = pi;
     b->align = dtype_storage_bytes(t->dt);
-    TypeExpr *te = p->ty;
     for (int i = 0; i < t->rank; i++) {
         Expr *d = te->dims.v[i];
         if (d->cv.kind == CV_INT) {
             b->shape[i] = d->cv.i;
             b->gdim[i] = tx_const_int(L->k, DT_I32, d->cv.i);
-        } else if (d->kind == EX_NAME && d->sym && d->sym->kind == SYM_DIM && !d->sym->dim_is_stride) {
+        } else if (d->kind == EX_NAME && d->sym && d->sym->kind == SYM_DIM && !d->sym->dim_is_stride &&
+                   d->sym->dim_axis >= 0) {
             /* a name bound by another tensor: the runtime checks they agree, and facts known
              * about the name apply */
             b->gdim[i] = param_dim(L, d->sym->dim_param, d->sym->dim_axis, false);
@@ -141,6 +143,7 @@ static void setup_tensor(Lower *L, Param *p, int pi)
     Bind *bd = bind_of(L, ts);
     bd->kind = BIND_BUF;
     bd->buf = b;
+    return b;
 }
 
 /* `require X % C == 0` with X a shape, stride or integer scalar gives a divisibility fact */
@@ -255,6 +258,14 @@ static bool lower_region(Lower *L, Expr *e, Region *r)
     }
     case EX_INDEX: {
         Region base;
+        if (e->a->type && e->a->type->kind == TY_LIST) {
+            Sym *s = e->a->kind == EX_NAME ? e->a->sym : NULL;
+            Bind *b = s ? s->tir : NULL;
+            if (!b || b->kind != BIND_BUF)
+                break;
+            full_region(L->k, tir_list_element(L->k, b->buf, lower_expr(L, e->args.v[0])), r);
+            return true;
+        }
         if (!lower_region(L, e->a, &base))
             return false;
         *r = base;
@@ -304,6 +315,12 @@ static TExpr *region_extent(Lower *L, Expr *e, int dim)
     }
     case EX_MEMBER: return region_extent(L, e->a, 1 - dim);
     case EX_INDEX:
+        if (e->a->type && e->a->type->kind == TY_LIST) { /* an element: the list's shape */
+            Bind *b = e->a->kind == EX_NAME && e->a->sym ? e->a->sym->tir : NULL;
+            if (b && b->kind == BIND_BUF && dim < b->buf->rank && b->buf->gdim[dim])
+                return b->buf->gdim[dim];
+            break;
+        }
         for (int i = 0, r = 0; i < e->args.n; i++) {
             Expr *ix = e->args.v[i];
             if (ix->kind != EX_SLICE || r++ != dim)
@@ -516,7 +533,7 @@ static TExpr *lower_call(Lower *L, Expr *e, DType want)
             TExpr *bidx[TL_MAX_RANK];
             args[n++] = lower_element(L, a, &buf, bidx);
             if (buf && buf->scope == SC_GLOBAL)
-                buf->written = true;
+                tir_mark_written(buf);
             continue;
         }
         args[n++] = lower_expr(L, a);
@@ -742,7 +759,7 @@ static TExpr *taken(TExpr *e)
 }
 
 /* for tile (x, y, z) { body }, over the tiles T0 x T1 x T2 of the kernel's persistent launch
- * (docs/language.md §7.6):
+ * (docs/language.md §7.8):
  *   stages = 0:  body, with x = block.x, y = block.y, z = block.z (`let`s, z first)
  *   stages = S:  for [pipelined(stages = S)] t in block.x .. T0 * T1 * T2 step grid_dim.x { body }
  *                with x = t % T0, y = t / T0 % T1, z = t / T0 / T1
@@ -897,7 +914,7 @@ static void lower_stmt(Lower *L, Stmt *st)
             ss->loc = st->loc;
             emit(L, ss);
             if (buf->scope == SC_GLOBAL)
-                buf->written = true;
+                tir_mark_written(buf);
         }
         break;
     }
@@ -1078,7 +1095,9 @@ bool lower_ast(Compilation *c, Item *kernel, const GenericArgs *args, int sm, bo
     for (int i = 0; i < kernel->nparams; i++) {
         Param *p = &kernel->params[i];
         if (p->ty->kind == TE_TENSOR)
-            setup_tensor(&L, p, i);
+            param_buf(&L, p, p->ty, i);
+        else if (p->ty->kind == TE_LIST)
+            param_buf(&L, p, p->ty->elem, i)->list_cap = (int)p->sym->type->list_cap;
         else
             k->param_dt[i] = dt_of(p->sym->type);
     }
@@ -1086,7 +1105,8 @@ bool lower_ast(Compilation *c, Item *kernel, const GenericArgs *args, int sm, bo
     for (int i = 0; i < kernel->body.n; i++)
         if (kernel->body.v[i]->kind == ST_REQUIRE)
             record_fact(&L, kernel->body.v[i]->e);
-    /* base pointers: the runtime checks the alignment the code assumes (16 bytes) */
+    /* base pointers: the runtime checks the alignment the code assumes (16 bytes), of every
+     * element of a tensor list too */
     for (int i = 0; i < kernel->nparams; i++)
         if (k->params[i])
             k->params[i]->align = 16;

@@ -1,6 +1,7 @@
 /* lower_gemm.c — gemm(a, b, c) on tensor cores: the mma.sync fragment layouts of the frags a gemm
- * touches (called by the layout pass before any other layout is chosen), padding of shared
- * operands against bank conflicts, and the lowering to ldmatrix + mma.sync (called by lower_tiles).
+ * touches (called by the layout pass before any other layout is chosen), the swizzle or padding
+ * of shared operands against bank conflicts, and the lowering to ldmatrix + mma.sync (called by
+ * lower_tiles).
  *
  * Instructions. One warp computes a 16 x 8 block of C per mma.sync.aligned.m16n8kK.row.col:
  *   f16 / bf16: m16n8k16    f32 (as tf32, low 13 bits ignored by the hardware): m16n8k8
@@ -32,9 +33,24 @@
  * column g). Read as 32-bit registers this is exactly the A register q = (row g + 8(q&1), K bytes
  * 16(q>>1)..) and the B register q of a K-contiguous B for every element width; a 16-bit operand
  * stored with M (A) or N (B) contiguous takes .trans. Other cases (a 32- or 8-bit operand stored
- * with M or N contiguous, misaligned tiles) load elements one by one. A shared operand's rows are
- * padded so that 8 consecutive rows fall in 8 different 16-byte bank groups (row bytes / 16
- * odd); the element-wise 32-bit pattern (row t, column g) wants a row stride of 8 mod 16 words. */
+ * with M or N contiguous, misaligned tiles) load elements one by one: ldmatrix has no form that
+ * moves 32-bit elements transposed (.trans swaps 16-bit halves).
+ *
+ * Bank conflicts (place_shared). ldmatrix reads each matrix's 8 rows of 16 bytes in one
+ * wavefront when they fall in 8 different 16-byte bank groups; the element loads of an M- or
+ * N-contiguous tf32 operand read, per register, lane (g, t) at row k0 + t (k0 a multiple of 4)
+ * and word w0 + g (w0 a multiple of 8), 32 words that must fall in 32 different banks. f32
+ * Padding serves each alone: rows of an odd number of 16-byte chunks for ldmatrix, a row stride
+ * of 8 mod 16 words for the element loads (t * stride + g distinct mod 32). A 32-bit tile that
+ * both read (the mHC backward's g tile: element-wise as A^T of one gemm, with ldmatrix as A of
+ * another) gets the gemm swizzle instead (tir.h), when its rows are multiples of 128 bytes:
+ * chunk c of row r goes to chunk c ^ key(r % 8), key(x) = 2 (x % 4) + x / 4, which serves both
+ * at once: key is a permutation of 0..7 (8 rows at one chunk: 8 chunks), and rows k0 .. k0+3
+ * have keys 0, 2, 4, 6 or 1, 3, 5, 7, so the chunk pair (w0 / 4, w0 / 4 + 1) ^ key covers all 8
+ * chunks of the 128-byte line. The copies into it still move whole 16-byte chunks (permuted
+ * inside each 128-byte line, so their writes stay conflict-free too). tests/codegen/tileops/
+ * tirsim.c counts the wavefronts of every shared access of the gemm kernels and requires the
+ * minimum. */
 #include "tir.h"
 
 #include <string.h>
@@ -243,21 +259,58 @@ static ReadKind read_kind(const Plan *p, const TBuf *buf, int kdim, int odim)
     return RD_ELEMENTS;
 }
 
-static void pad_shared(const Plan *p, TBuf *buf, ReadKind rk)
+/* the ways each shared operand tile is read, over all the gemms of the kernel */
+typedef struct SharedUse {
+    TBuf *buf;
+    int es;
+    unsigned kinds;   /* 1 << ReadKind */
+    ReadKind first;
+} SharedUse;
+
+typedef struct Uses {
+    SharedUse v[32];
+    int n;
+} Uses;
+
+static void note_use(Uses *u, const Plan *p, TBuf *buf, ReadKind rk)
 {
-    if (buf->scope != SC_SHARED || buf->row_pad || buf->rank < 2)
+    int i = 0;
+    while (i < u->n && u->v[i].buf != buf)
+        i++;
+    if (i == u->n) {
+        if (u->n == (int)(sizeof u->v / sizeof u->v[0]))
+            return; /* more than 32 operand tiles: the rest stay as they are (correct, maybe conflicted) */
+        u->v[u->n++] = (SharedUse){buf, p->es, 0, rk};
+    }
+    u->v[i].kinds |= 1u << rk;
+}
+
+/* Padding where one way of reading needs it (no extra instructions: the addresses stay a base
+ * plus constants), the gemm swizzle for a 32-bit tile that ldmatrix and element loads both read
+ * (no padding serves both: ldmatrix wants an odd number of 16-byte chunks per row, the element
+ * loads a stride of 8 mod 16 words). The swizzle costs address arithmetic: as the only layout
+ * of gemm_tf32.tl's tiles it took gemm_tf32_tn from 56 to 92 registers and made gemm_tf32_k256
+ * spill (ptxas 13.0, sm_90a). */
+static void place_shared(const SharedUse *u)
+{
+    TBuf *buf = u->buf;
+    if (buf->row_pad || buf->swizzle || buf->rank < 2)
         return;
-    int64_t row = buf->shape[buf->rank - 1] * p->es;
-    if (rk != RD_ELEMENTS) {
+    int64_t row = buf->shape[buf->rank - 1] * u->es;
+    bool elems = u->kinds & (1u << RD_ELEMENTS), rows = u->kinds & ~(1u << RD_ELEMENTS);
+    if (u->es == 4 && elems && rows && row % 128 == 0) {
+        buf->swizzle = 1;
+        buf->swizzle_gemm = true;
+    } else if (u->first != RD_ELEMENTS) {
         if (row % 16 == 0 && (row / 16) % 2 == 0)
-            buf->row_pad = 16 / p->es;
-    } else if (p->es == 4 && row % 16 == 0) {
+            buf->row_pad = 16 / u->es;
+    } else if (u->es == 4 && row % 16 == 0) {
         int64_t words = row / 4;
         buf->row_pad = ((8 - words % 16) + 16) % 16;
     }
 }
 
-static bool assign_in(TKernel *k, TStmt **v, int n)
+static bool assign_in(TKernel *k, TStmt **v, int n, Uses *u)
 {
     bool ok = true;
     for (int i = 0; i < n; i++) {
@@ -272,21 +325,29 @@ static bool assign_in(TKernel *k, TStmt **v, int n)
             ok &= claim(k, s, c, layout_c(k, &p, c), "the accumulator");
             if (a->scope == SC_FRAG)
                 ok &= claim(k, s, a, layout_a(k, &p, a), "operand a");
-            else
-                pad_shared(&p, a, read_kind(&p, a, p.ak, p.am));
+            else if (a->scope == SC_SHARED)
+                note_use(u, &p, a, read_kind(&p, a, p.ak, p.am));
             if (b->scope == SC_FRAG)
                 ok &= claim(k, s, b, layout_b(k, &p, b), "operand b");
-            else
-                pad_shared(&p, b, read_kind(&p, b, p.bk, p.bn));
+            else if (b->scope == SC_SHARED)
+                note_use(u, &p, b, read_kind(&p, b, p.bk, p.bn));
             continue;
         }
-        ok &= assign_in(k, s->body, s->nbody);
-        ok &= assign_in(k, s->els, s->nels);
+        ok &= assign_in(k, s->body, s->nbody, u);
+        ok &= assign_in(k, s->els, s->nels, u);
     }
     return ok;
 }
 
-bool gemm_assign_layouts(TKernel *k) { return assign_in(k, k->body->body, k->body->nbody); }
+bool gemm_assign_layouts(TKernel *k)
+{
+    Uses u = {.n = 0};
+    bool ok = assign_in(k, k->body->body, k->body->nbody, &u);
+    for (int i = 0; i < u.n; i++)
+        place_shared(&u.v[i]);
+    return ok;
+}
+
 
 /* ---- lowering ---- */
 
@@ -516,11 +577,6 @@ TStmt *lower_gemm(TKernel *k, TStmt *s, bool *ok)
     L->k = k;
     L->s = s;
     L->out = ts_seq(k);
-    if (k->host) { /* the emulator has no tensor-core instructions (yet) */
-        diag_error(k->diag, s->loc, "'gemm' is not supported by the CPU emulator yet");
-        *ok = false;
-        return L->out;
-    }
     if (!make_plan(k, s, &L->p)) {
         *ok = false;
         return L->out;

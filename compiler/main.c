@@ -17,7 +17,7 @@ static const char *usage =
     "commands:\n"
     "  check FILE            check and lower every kernel (and every declared specialisation)\n"
     "  list FILE             list kernels: signatures, generic parameters, documentation\n"
-    "  emit --stage=S FILE   print a stage: ast, tir, llvm, ptx, cubin (obj with --target=host)\n"
+    "  emit --stage=S FILE   print a stage: ast, tir, sig, llvm, ptx, cubin (obj with --target=host)\n"
     "  build FILE -o OUT     compile every declared specialisation into a fatbin\n"
     "\n"
     "options:\n"
@@ -225,7 +225,7 @@ static int cli(int argc, char **argv, DriverOptions *o, Values *incs, Values *ge
         return driver_list(o, file);
     if (!strcmp(cmd, "emit")) {
         if (!o->stage)
-            return fail_usage("emit needs --stage=ast|tir|llvm|ptx|cubin", NULL);
+            return fail_usage("emit needs --stage=ast|tir|sig|llvm|ptx|cubin", NULL);
         return driver_emit(o, file);
     }
     if (!strcmp(cmd, "build"))

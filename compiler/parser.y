@@ -94,7 +94,7 @@ static void tl_yyerror(Loc *loc, void *scanner, ParseCtx *ctx, const char *msg);
 %token REQUIRE "require" GRID "grid" THREADS "threads" CLUSTER "cluster"
 %token COOPERATIVE "cooperative" PDL "pdl" PERSISTENT "persistent" BLOCKS_PER_SM "blocks_per_sm" LAYOUT "layout" STRIDES "strides" STEP "step"
 %token TRUE "true" FALSE "false" KW_INT "int" KW_FLOAT "float" KW_TYPE "type"
-%token BITCAST "bitcast" CONVERT "convert" VIEW "view"
+%token BITCAST "bitcast" CONVERT "convert" VIEW "view" KW_LIST "list"
 %token COLONCOLON "::" DOTDOT ".." ARROW "->" EQ "==" NE "!=" LE "<=" GE ">="
 %token ANDAND "&&" OROR "||" SHL "<<" SHR ">>"
 
@@ -245,6 +245,7 @@ param
     ;
 
 /* type = elem_type [ "[" expr_list "]" [ "strides" "(" expr_list ")" ] [ "?" ] ]
+        | "list" "<" type "," gexpr [ "," ident "=" gexpr ] ">"
         | "(" type { "," type } ")" ;
    elem_type = type_name | ident ; */
 type_expr
@@ -253,6 +254,11 @@ type_expr
         { $$ = ast_type(A(ctx), TE_TENSOR, @$); $$->elem = $1; $$->dims = $3; $$->strides = $5; }
     | elem_type '[' expr_list ']' opt_strides '?'
         { $$ = ast_type(A(ctx), TE_TENSOR, @$); $$->elem = $1; $$->dims = $3; $$->strides = $5; $$->optional = true; }
+    | KW_LIST '<' type_expr ',' gexpr '>'
+        { $$ = ast_type(A(ctx), TE_LIST, @$); $$->elem = $3; $$->len = $5; }
+    | KW_LIST '<' type_expr ',' gexpr ',' IDENT '=' gexpr '>'
+        { $$ = ast_type(A(ctx), TE_LIST, @$); $$->elem = $3; $$->len = $5; $$->cap_name = $7; $$->cap_loc = @7;
+          $$->cap = $9; }
     | '(' type_list ')'
         { $$ = ast_type(A(ctx), TE_TUPLE, @$); $$->elems = $2.v; $$->nelems = $2.n; }
     ;

@@ -502,6 +502,8 @@ static bool prepare_split(TKernel *k, Split *X, const TStmt *c, Subst *S, TExpr 
     X->k = k;
     X->src = c->src;
     X->dst = c->dst;
+    if (X->src.buf->list) /* an element of a tensor list: the one of the fetched iteration */
+        X->src.buf = tir_list_element(k, X->src.buf->list, subst(S, X->src.buf->list_index));
     for (int d = 0; d < X->src.buf->rank; d++)
         X->src.start[d] = subst(S, X->src.start[d]);
     for (int d = 0; d < X->dst.buf->rank; d++)
@@ -567,6 +569,8 @@ static const char *copy_blocker(PL *P, const TStmt *loop, int ci)
     if (list_refs(k->body->body, k->body->nbody, D, loop))
         return arena_printf(k->arena, "'%s' is also used outside the loop", D->name);
     Subst S = {k, loop, ci, tx_var(k, loop->var), NULL};
+    if (c->src.buf->list)
+        subst(&S, c->src.buf->list_index);
     for (int d = 0; d < c->src.buf->rank; d++)
         subst(&S, c->src.start[d]);
     for (int d = 0; d < D->rank; d++)

@@ -507,10 +507,17 @@ static void drop_dims(TypeExpr *te)
         te->strides.v[i]->type = ty_error();
 }
 
-/* Binds the shape and stride names of one tensor parameter. */
-static void bind_tensor_dims(SemaCtx *s, Param *p, int pindex, Sym *ts)
+/* Whether a name in a signature is new: not a local, parameter, module-level name or builtin. */
+static bool fresh_name(SemaCtx *s, const Expr *d)
 {
-    TypeExpr *te = p->ty;
+    return d->kind == EX_NAME && strcmp(d->str, "_") != 0 && !scope_lookup(s, d->str) &&
+           !comp_lookup_global(s->comp, d->str) && builtin_lookup(d->str) == BI_NONE;
+}
+
+/* Binds the shape and stride names of one tensor parameter (te: its type; for a tensor list, the
+ * type of its elements). */
+static void bind_tensor_dims(SemaCtx *s, TypeExpr *te, const char *pname, int pindex, Sym *ts)
+{
     int rank = te->dims.n;
     if (rank == 0) {
         ERR(te->loc, "a tensor needs at least one dimension");
@@ -522,7 +529,7 @@ static void bind_tensor_dims(SemaCtx *s, Param *p, int pindex, Sym *ts)
         return;
     }
     if (te->strides.n && te->strides.n != rank) {
-        ERR(te->loc, "'%s' has %d dimension%s but %d stride%s", p->name.s, rank, rank == 1 ? "" : "s", te->strides.n,
+        ERR(te->loc, "'%s' has %d dimension%s but %d stride%s", pname, rank, rank == 1 ? "" : "s", te->strides.n,
             te->strides.n == 1 ? "" : "s");
         drop_dims(te);
         return;
@@ -532,8 +539,7 @@ static void bind_tensor_dims(SemaCtx *s, Param *p, int pindex, Sym *ts)
         ExprList l = k == 0 ? te->dims : te->strides;
         for (int i = 0; i < l.n; i++) {
             Expr *d = l.v[i];
-            if (d->kind == EX_NAME && strcmp(d->str, "_") != 0 && !scope_lookup(s, d->str) && !comp_lookup_global(s->comp, d->str) &&
-                builtin_lookup(d->str) == BI_NONE) {
+            if (fresh_name(s, d)) {
                 Sym *ds = sym_new(s, SYM_DIM, d->str, d->loc, ty_scalar(k == 0 ? DT_I32 : DT_I64));
                 ds->dim_param = pindex;
                 ds->dim_axis = i;
@@ -572,6 +578,69 @@ static void bind_tensor_dims(SemaCtx *s, Param *p, int pindex, Sym *ts)
                          et->kind == TY_GENERIC ? et->generic_name : NULL, rank, dims);
 }
 
+/* The length and the `max` of a tensor list parameter, then its elements' shape names. A new
+ * name binds the length (an i32, like an extent); a compile-time length fixes it (and is the max);
+ * any other integer expression is checked at launch. The max sets the parameter's size: the
+ * kernel takes that many pointers, whatever the length at launch. */
+static void bind_list(SemaCtx *s, Param *p, int pindex, Sym *ts)
+{
+    TypeExpr *te = p->ty, *el = te->elem;
+    Expr *len = te->len;
+    int64_t n = DIM_RUNTIME, cap = DIM_UNKNOWN;
+    if (fresh_name(s, len)) {
+        Sym *ls = sym_new(s, SYM_DIM, len->str, len->loc, ty_scalar(DT_I32));
+        ls->dim_param = pindex;
+        ls->dim_axis = -1;
+        len->sym = ls;
+        len->type = ls->type;
+        scope_add(s, ls);
+    } else if (len->kind == EX_NAME && !strcmp(len->str, "_")) {
+        ERR(len->loc, "the length of a tensor list is a name or an integer, not '_'");
+        len->type = ty_error();
+    } else {
+        Type *t = check_expr(s, len, NULL);
+        if (t->kind != TY_ERROR && t->kind != TY_UNTYPED_INT && !(t->kind == TY_SCALAR && dtype_is_int(t->dt)))
+            ERR(len->loc, "the length of a tensor list must be an integer, found %s", ty_str(s->arena, t));
+        else if (len->cv.kind == CV_INT && (len->cv.i < 1 || len->cv.i > TL_MAX_LIST))
+            ERR(len->loc, "a tensor list of constant length holds 1 to %d tensors, not %lld", TL_MAX_LIST,
+                (long long)len->cv.i);
+        else if (len->cv.kind == CV_INT)
+            n = cap = len->cv.i;
+        else if (len->cv.kind == CV_UNKNOWN)
+            n = DIM_UNKNOWN;
+    }
+    if (te->cap) {
+        int64_t v;
+        if (strcmp(te->cap_name, "max") != 0)
+            ERR(te->cap_loc, "a tensor list takes 'max = N' after its length, not '%s'", te->cap_name);
+        else if (require_const_int(s, te->cap, "the max of a tensor list", &v) == CI_KNOWN) {
+            if (v < 1 || v > TL_MAX_LIST)
+                ERR(te->cap->loc, "the max of a tensor list is 1 to %d tensors, not %lld", TL_MAX_LIST, (long long)v);
+            else if (n >= 0 && n > v)
+                ERR(len->loc, "'%s' has length %lld, more than its max = %lld", p->name.s, (long long)n, (long long)v);
+            else
+                cap = v;
+        }
+    } else if (n < 0 && n != DIM_UNKNOWN) {
+        cap = TL_LIST_DEFAULT_MAX;
+    }
+    if (el->kind != TE_TENSOR) {
+        ERR(el->loc, "a tensor list holds tensors: list<T[dims], LENGTH>");
+        return;
+    }
+    if (el->optional) {
+        ERR(el->loc, "the tensors of a list cannot be optional");
+        drop_dims(el);
+        return;
+    }
+    bind_tensor_dims(s, el, p->name.s, pindex, ts);
+    if (ts->type->kind == TY_TENSOR) {
+        ts->type->kind = TY_LIST;
+        ts->type->list_len = n;
+        ts->type->list_cap = cap;
+    }
+}
+
 /* a parameter may not take the name of an extent or stride that a tensor parameter bound: the
  * name would mean two values (`x: f32[N], N: i32`; to make an extent equal a scalar, declare the
  * scalar first: `N: i32, x: f32[N]`) */
@@ -579,13 +648,14 @@ static void dim_name_clash(SemaCtx *s, Item *it, Param *p, Sym *g)
 {
     if (!g || g->kind != SYM_DIM)
         return;
-    ERR(p->name.loc, "parameter '%s' has the name of %s of '%s'", p->name.s,
-        g->dim_is_stride ? "a stride" : "an extent", it->params[g->dim_param].name.s);
+    const char *what = g->dim_axis < 0 ? "length" : g->dim_is_stride ? "stride" : "extent";
+    ERR(p->name.loc, "parameter '%s' has the name of %s %s of '%s'", p->name.s,
+        g->dim_axis < 0 ? "the" : g->dim_is_stride ? "a" : "an", what, it->params[g->dim_param].name.s);
     if (&it->params[g->dim_param] == p)
         diag_note(s->d, g->loc, "bound here");
     else
         diag_note(s->d, g->loc, "bound here; a parameter declared before '%s' would make the %s equal to it",
-                  it->params[g->dim_param].name.s, g->dim_is_stride ? "stride" : "extent");
+                  it->params[g->dim_param].name.s, what);
 }
 
 static void check_params(SemaCtx *s, Item *it, const GenericArgs *args)
@@ -612,8 +682,19 @@ static void check_params(SemaCtx *s, Item *it, const GenericArgs *args)
             ts->optional = p->ty->optional;
             ts->present = !ts->optional || (args && args->present[i]);
             p->sym = ts;
-            bind_tensor_dims(s, p, i, ts);
+            bind_tensor_dims(s, p->ty, p->name.s, i, ts);
             Sym *own = scope_lookup(s, p->name.s); /* x: f32[x] */
+            if (own && own->kind == SYM_DIM && own->dim_param == i)
+                dim_name_clash(s, it, p, own);
+            scope_add(s, ts);
+        } else if (p->ty->kind == TE_LIST) {
+            Sym *ts = sym_new(s, SYM_TENSOR, p->name.s, p->name.loc, ty_error());
+            ts->item = it;
+            ts->index = i;
+            ts->present = true;
+            p->sym = ts;
+            bind_list(s, p, i, ts);
+            Sym *own = scope_lookup(s, p->name.s); /* xs: list<f32[N], xs> */
             if (own && own->kind == SYM_DIM && own->dim_param == i)
                 dim_name_clash(s, it, p, own);
             scope_add(s, ts);
@@ -730,10 +811,11 @@ static void check_signature_dims(SemaCtx *s, Item *it)
     s->in_signature = true;
     for (int i = 0; i < it->nparams; i++) {
         Param *p = &it->params[i];
-        if (p->ty->kind != TE_TENSOR)
+        TypeExpr *te = p->ty->kind == TE_LIST ? p->ty->elem : p->ty;
+        if (te->kind != TE_TENSOR)
             continue;
         for (int k = 0; k < 2; k++) {
-            ExprList l = k ? p->ty->strides : p->ty->dims;
+            ExprList l = k ? te->strides : te->dims;
             for (int j = 0; j < l.n; j++) {
                 Expr *d = l.v[j];
                 if (d->kind == EX_NAME && d->sym && d->sym->kind == SYM_DIM && d->sym->dim_param == i)
@@ -747,6 +829,46 @@ static void check_signature_dims(SemaCtx *s, Item *it)
         }
     }
     s->in_signature = false;
+}
+
+/* The bytes of a kernel's parameters as the ABI of tilec/compiler.h lays them out (each aligned
+ * to its size, as CUDA does); -1 while a tensor list's max is not known (a generic check). */
+static int64_t param_bytes(const Item *it)
+{
+    int64_t off = 0;
+    for (int i = 0; i < it->nparams; i++) {
+        const Param *p = &it->params[i];
+        const Type *t = p->sym ? p->sym->type : NULL;
+        if (!t || t->kind == TY_ERROR)
+            continue;
+        if (t->kind == TY_TENSOR || t->kind == TY_LIST) {
+            if (t->kind == TY_LIST && t->list_cap < 0)
+                return -1;
+            off = (off + 7) & ~(int64_t)7;
+            off += t->kind == TY_LIST ? 8 * t->list_cap + 4 : 8; /* pointers (and a list's length) */
+            off += 4 * t->rank;
+            off = ((off + 7) & ~(int64_t)7) + 8 * t->rank;
+        } else if (t->kind == TY_SCALAR) {
+            int64_t size = dtype_bits(t->dt) <= 8 ? 1 : dtype_bits(t->dt) / 8;
+            off = ((off + size - 1) & ~(size - 1)) + size;
+        }
+    }
+    return off;
+}
+
+/* Kernel parameter space: 32764 bytes (CUDA 12.1 and newer; the runtime refuses an older driver
+ * for a kernel above the 4096 bytes it had before). Only tensor lists take that much. */
+static void check_param_space(SemaCtx *s, Item *it, const GenericArgs *args)
+{
+    int64_t n = param_bytes(it);
+    if (n <= TL_MAX_PARAM_BYTES)
+        return;
+    StrBuf name = {0};
+    if (it->ngenerics && args) /* the specialisation: its generics may set the max */
+        sema_format_specialization(&name, it, args);
+    ERR(it->name.loc, "the parameters of '%s' take %lld bytes; a kernel takes at most %d (a tensor list takes 8 bytes "
+                      "for each tensor of its max)", name.data ? name.data : it->name.s, (long long)n, TL_MAX_PARAM_BYTES);
+    sb_free(&name);
 }
 
 bool sema_count_checked(SemaCtx *s, StmtList body, int weight, Loc loc)
@@ -780,6 +902,7 @@ bool sema_kernel(Compilation *c, Item *kernel, const GenericArgs *args)
     check_params(s, kernel, args);
     s->in_signature = false;
     check_signature_dims(s, kernel);
+    check_param_space(s, kernel, args);
     check_launch(s, kernel);
     scope_push(s);
     s->stmt_index = 0;
@@ -889,7 +1012,7 @@ bool sema_fn_generic(Compilation *c, Item *fn)
             ts->item = fn;
             ts->index = i;
             ts->present = true;
-            bind_tensor_dims(s, p, i, ts);
+            bind_tensor_dims(s, p->ty, p->name.s, i, ts);
             ps = ts;
         } else if (p->ty->kind == TE_TILE) {
             ps = generic_tile_param(s, fn, p);

@@ -243,6 +243,9 @@ Type *resolve_type(SemaCtx *s, TypeExpr *te, bool allow_tensor)
     case TE_TILE: /* fn parameters bind their tiles themselves; this is a kernel's */
         ERR(te->loc, "a kernel takes tensors and scalars, not tiles; declare the %s tile in its body", scope_name(te->scope));
         return ty_error();
+    case TE_LIST:
+        ERR(te->loc, "a tensor list is only allowed for kernel parameters");
+        return ty_error();
     case TE_TENSOR:
         if (!allow_tensor) {
             ERR(te->loc, "a tensor type is only allowed for kernel and fn parameters");
@@ -504,6 +507,46 @@ static int64_t const_difference(const Expr *lo, const Expr *hi)
 static bool in_parallel_over_frag(SemaCtx *s) { return s->parallel_level > (s->fn_ret ? s->fn_parallel_level : 0); }
 
 /* ---- indexing and slicing ---- */
+/* xs[i]: element i of a tensor list, a tensor of the list's element type and shape. The index is
+ * any integer, known at compile time or not; a constant one is checked against the length (or the
+ * max), a run-time one is not (as tensor indices are not). */
+static Type *check_list_index(SemaCtx *s, Expr *e, Type *bt)
+{
+    const char *name = e->a->kind == EX_NAME ? e->a->str : "the list";
+    if (e->args.n != 1 || e->args.v[0]->kind == EX_SLICE) {
+        ERR(e->loc, "a tensor list takes one index, the element's: %s[i], then %s[i][...] for the element's own", name,
+            name);
+        return ty_error();
+    }
+    Expr *ix = e->args.v[0];
+    Type *it = check_expr(s, ix, NULL);
+    if (is_err(it))
+        return it;
+    if (!is_int_type(it) && it->kind != TY_GENERIC) {
+        ERR(ix->loc, "an index must be an integer, found %s", tstr(s, it));
+        return ty_error();
+    }
+    if (it->kind == TY_UNTYPED_INT)
+        coerce(s, ix, ty_scalar(DT_I32), "index");
+    if (ix->cv.kind == CV_INT) {
+        int64_t v = ix->cv.i;
+        if (v < 0) {
+            ERR(ix->loc, "the index of a tensor of '%s' cannot be negative, found %lld", name, (long long)v);
+            return ty_error();
+        }
+        if (bt->list_len >= 0 && v >= bt->list_len) {
+            ERR(ix->loc, "index %lld is outside the %lld tensors of '%s'", (long long)v, (long long)bt->list_len, name);
+            return ty_error();
+        }
+        if (bt->list_len < 0 && bt->list_cap >= 0 && v >= bt->list_cap) {
+            ERR(ix->loc, "index %lld is past the max = %lld tensors of '%s'", (long long)v, (long long)bt->list_cap, name);
+            return ty_error();
+        }
+    }
+    e->varying = e->a->varying || ix->varying;
+    return ty_region(s->arena, TY_TENSOR, SC_GLOBAL, bt->dt, bt->generic_name, bt->rank, bt->dims);
+}
+
 static Type *check_index(SemaCtx *s, Expr *e)
 {
     Type *bt = check_expr(s, e->a, NULL);
@@ -513,6 +556,8 @@ static Type *check_index(SemaCtx *s, Expr *e)
                 check_expr(s, e->args.v[i], NULL);
         return bt;
     }
+    if (bt->kind == TY_LIST)
+        return check_list_index(s, e, bt);
     if (!is_region(bt)) {
         ERR(e->a->loc, "%s cannot be indexed", tstr(s, bt));
         return ty_error();
@@ -754,6 +799,19 @@ static int named_index(Expr *e, const char *name)
         if (e->arg_names && e->arg_names[i] && strcmp(e->arg_names[i], name) == 0)
             return i;
     return -1;
+}
+
+/* whether a region expression is a transposed view: an odd number of `.T` on the way to its
+ * tile, through slices */
+static bool transposed_view(const Expr *e)
+{
+    bool t = false;
+    while (e && (e->kind == EX_INDEX || (e->kind == EX_MEMBER && e->region_perm))) {
+        if (e->kind == EX_MEMBER)
+            t = !t;
+        e = e->a;
+    }
+    return t;
 }
 
 static int positional_count(Expr *e)
@@ -1219,6 +1277,14 @@ static Type *check_tile_builtin(SemaCtx *s, Expr *e, BuiltinId b, const char *fn
         int ia = named_index(e, "trans_a"), ib = named_index(e, "trans_b");
         bool tra = ia >= 0 && e->args.v[ia]->cv.kind == CV_BOOL && e->args.v[ia]->cv.b;
         bool trb = ib >= 0 && e->args.v[ib]->cv.kind == CV_BOOL && e->args.v[ib]->cv.b;
+        /* a view and a flag that cancel are a slip, whichever was meant */
+        bool back_a = tra && transposed_view(a0), back_b = trb && transposed_view(a1);
+        if (back_a || back_b) {
+            ERR(e->args.v[back_a ? ia : ib]->loc,
+                "'%s = true' transposes the transposed view %s back: write '.T' or the flag, not both",
+                back_a ? "trans_a" : "trans_b", back_a ? "A" : "B");
+            return ty_error();
+        }
         int64_t M = tra ? ta->dims[1] : ta->dims[0], K = tra ? ta->dims[0] : ta->dims[1];
         int64_t K2 = trb ? tb->dims[1] : tb->dims[0], N = trb ? tb->dims[0] : tb->dims[1];
         if ((K >= 0 && K2 >= 0 && K != K2) || (M >= 0 && tc->dims[0] >= 0 && M != tc->dims[0]) ||
@@ -2208,15 +2274,35 @@ static Sym *bind_region_param(SemaCtx *s, InlineCall *ic, Item *fn, int i, Expr 
     return ps;
 }
 
+/* A fn called where the runtime evaluates the expression before a launch (the grid, a shape, a
+ * requirement) becomes part of that expression (signature.c writes the value it returns with its
+ * lets substituted), so its body may hold only lets, `if const` and the return. */
+static bool launch_fn_body(SemaCtx *s, InlineCall *ic, StmtList l, Expr *call)
+{
+    for (int i = 0; i < l.n; i++) {
+        Stmt *st = l.v[i];
+        if ((st->kind == ST_LET && st->nnames == 1) || (st->kind == ST_EXPR && st->e->builtin == BI_STATIC_ASSERT))
+            continue;
+        if (st->kind == ST_IF && st->is_const && st->const_taken >= 0) {
+            if (!launch_fn_body(s, ic, st->const_taken ? st->body : st->els, call))
+                return false;
+            continue;
+        }
+        if (st->kind == ST_RETURN)
+            return true;
+        ERR(st->loc, "fn '%s' is evaluated before the launch here, so its body may hold only 'let', 'if const' and "
+                     "'return'", ic->fn->name.s);
+        diag_note(s->d, call->loc, "called here, in %s", s->in_require ? "a requirement" : "the kernel's signature");
+        return false;
+    }
+    return true;
+}
+
 /* Instantiates a fn for this call: binds generics (explicit or inferred from argument
  * types), checks the arguments, and checks a copy of the body. */
 static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
 {
     Item *fn = fs->item;
-    if (s->in_signature) {
-        ERR(e->loc, "fn '%s' cannot be called in a kernel signature", fn->name.s);
-        return ty_error();
-    }
     if (s->inline_depth >= TL_MAX_INLINE_DEPTH) {
         ERR(e->loc, "fn calls nest deeper than %d levels (is '%s' recursive?)", TL_MAX_INLINE_DEPTH, fn->name.s);
         return ty_error();
@@ -2404,6 +2490,8 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
         ic->body = ast_clone_stmts(s->arena, fn->body);
         e->inl = ic;
         check_body_inline(s, ic, e);
+        if (s->in_signature || s->in_require)
+            ok = launch_fn_body(s, ic, ic->body, e);
     }
     scope_pop(s);
     scope_free(&s->scope);

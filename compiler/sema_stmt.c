@@ -53,7 +53,7 @@ static void check_let(SemaCtx *s, Stmt *st)
     }
     if (ann && !is_err(ann) && !is_err(t))
         coerce(s, st->e, ann, "initializer");
-    if (!is_err(t) && (t->kind == TY_VOID || t->kind == TY_STRING || t->kind == TY_TUPLE)) {
+    if (!is_err(t) && (t->kind == TY_VOID || t->kind == TY_STRING || t->kind == TY_TUPLE || t->kind == TY_LIST)) {
         ERR(st->e->loc, "cannot bind a value of type %s", tstr(s, t));
         t = ty_error();
     }
@@ -585,7 +585,7 @@ static bool only_signature_names(SemaCtx *s, Expr *e)
         return true;
     if (e->kind == EX_NAME && e->sym) {
         SymKind k = e->sym->kind;
-        if (k != SYM_GENERIC && k != SYM_SCALAR && k != SYM_DIM && k != SYM_CONST) {
+        if (k != SYM_FN && k != SYM_GENERIC && k != SYM_SCALAR && k != SYM_DIM && k != SYM_CONST) {
             ERR(e->loc, "a requirement may only use generic parameters, scalar parameters and tensor shapes; '%s' is not one", e->str);
             return false;
         }

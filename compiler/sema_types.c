@@ -104,6 +104,16 @@ void ty_print(StrBuf *out, const Type *t)
         }
         sb_puts(out, "]");
         break;
+    case TY_LIST: {
+        Type el = *t;
+        el.kind = TY_TENSOR;
+        sb_puts(out, "list<");
+        ty_print(out, &el);
+        if (t->list_len >= 0)
+            sb_printf(out, ", %lld", (long long)t->list_len);
+        sb_puts(out, ">");
+        break;
+    }
     case TY_TUPLE:
         sb_puts(out, "(");
         for (int i = 0; i < t->nelems; i++) {

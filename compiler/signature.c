@@ -14,10 +14,60 @@ static const char *op_name(OpKind op)
     }
 }
 
-/* Writes e in the runtime's prefix notation; false if it cannot, with *bad set to the innermost
- * part that the runtime cannot evaluate (so that the diagnostic points at it). */
-static bool sexpr(StrBuf *out, const Expr *e, const Expr **bad)
+/* What the names of an inlined fn body stand for while its result is written: each parameter the
+ * argument of the call, each let its value, each with the bindings of the place it comes from. */
+typedef struct Env Env;
+struct Env {
+    const Sym *sym;
+    const Expr *value;
+    const Env *value_env;
+    const Env *next;
+};
+
+/* The runtime reads at most this many expression nodes per signature (RT_MAX_EXPR_NODES); a fn's
+ * lets are written out at each use, so a few lines of source can ask for more. */
+enum { SIG_MAX_NODES = 4096 };
+
+typedef struct SX {
+    StrBuf *out;
+    const Expr *bad;   /* the innermost part the runtime cannot evaluate, for the diagnostic */
+    const Expr *call;  /* ... and the outermost fn call it is inside, for a note */
+    int nodes;         /* written so far, over the whole signature */
+    bool big_reported;
+} SX;
+
+static bool sexpr_in(SX *x, const Expr *e, const Env *env);
+
+/* A fn call: the value its body returns (sema allowed only lets, `if const` and the return), the
+ * names of the body standing for what `env` binds them to. */
+static bool sexpr_fn(SX *x, const Expr *call, StmtList body, const Env *env)
 {
+    for (int i = 0; i < body.n; i++) {
+        const Stmt *st = body.v[i];
+        if (st->kind == ST_LET && st->nnames == 1 && st->syms) {
+            Env let = {st->syms[0], st->e, env, env};
+            StmtList rest = {body.v + i + 1, body.n - i - 1};
+            return sexpr_fn(x, call, rest, &let);
+        }
+        if (st->kind == ST_IF && st->is_const && st->const_taken >= 0)
+            return sexpr_fn(x, call, st->const_taken ? st->body : st->els, env);
+        if (st->kind == ST_RETURN && st->e)
+            return sexpr_in(x, st->e, env);
+        if (st->kind == ST_RETURN)
+            break;
+    }
+    x->bad = call;
+    return false;
+}
+
+/* Writes e in the runtime's prefix notation; false if it cannot, with x->bad set. */
+static bool sexpr_in(SX *x, const Expr *e, const Env *env)
+{
+    StrBuf *out = x->out;
+    if (++x->nodes > SIG_MAX_NODES) {
+        x->bad = e;
+        return false;
+    }
     if (e->cv.kind == CV_INT) {
         sb_printf(out, "%lld", (long long)e->cv.i);
         return true;
@@ -41,28 +91,48 @@ static bool sexpr(StrBuf *out, const Expr *e, const Expr **bad)
             sb_puts(out, "num_sms");
             return true;
         }
+        for (const Env *b = env; b; b = b->next)
+            if (b->sym == e->sym) {
+                x->nodes--; /* the value's own nodes count */
+                return sexpr_in(x, b->value, b->value_env);
+            }
         if (e->sym && (e->sym->kind == SYM_DIM || e->sym->kind == SYM_SCALAR)) {
             sb_puts(out, e->sym->name);
             return true;
         }
-        *bad = e;
+        x->bad = e;
         return false;
     case EX_BINARY:
         sb_printf(out, "(%s ", op_name(e->op));
-        if (!sexpr(out, e->a, bad))
+        if (!sexpr_in(x, e->a, env))
             return false;
         sb_puts(out, " ");
-        if (!sexpr(out, e->b, bad))
+        if (!sexpr_in(x, e->b, env))
             return false;
         sb_puts(out, ")");
         return true;
     case EX_UNARY:
         sb_puts(out, e->op == OP_NEG ? "(neg " : e->op == OP_NOT ? "(! " : "(~ ");
-        if (!sexpr(out, e->a, bad))
+        if (!sexpr_in(x, e->a, env))
             return false;
         sb_puts(out, ")");
         return true;
     case EX_CALL: {
+        if (e->inl) {
+            /* the fn's parameters stand for the arguments, evaluated where the call stands */
+            const InlineCall *ic = e->inl;
+            Env *params = NULL;
+            Env local[TL_MAX_PARAMS];
+            for (int i = 0; i < ic->nparams && i < TL_MAX_PARAMS; i++) {
+                local[i] = (Env){ic->params[i], e->args.v[i], env, params};
+                params = &local[i];
+            }
+            x->nodes--;
+            if (sexpr_fn(x, e, ic->body, params))
+                return true;
+            x->call = e;
+            return false;
+        }
         const char *f = NULL;
         switch (e->builtin) {
         case BI_CDIV: f = "cdiv"; break;
@@ -74,25 +144,53 @@ static bool sexpr(StrBuf *out, const Expr *e, const Expr **bad)
         case BI_SELECT: f = "select"; break;
         default: break;
         }
-        if (!f && (e->a->kind == EX_TYPE || (e->a->sym && e->a->sym->kind == SYM_GENERIC)) && e->args.n == 1)
-            return sexpr(out, e->args.v[0], bad); /* integer conversions: values fit the runtime's int64 */
+        if (!f && (e->a->kind == EX_TYPE || (e->a->sym && e->a->sym->kind == SYM_GENERIC)) && e->args.n == 1) {
+            x->nodes--; /* integer conversions: values fit the runtime's int64 */
+            return sexpr_in(x, e->args.v[0], env);
+        }
         if (!f) {
-            *bad = e;
+            x->bad = e;
             return false;
         }
         sb_printf(out, "(%s", f);
         for (int i = 0; i < e->args.n; i++) {
             sb_puts(out, " ");
-            if (!sexpr(out, e->args.v[i], bad))
+            if (!sexpr_in(x, e->args.v[i], env))
                 return false;
         }
         sb_puts(out, ")");
         return true;
     }
     default:
-        *bad = e;
+        x->bad = e;
         return false;
     }
+}
+
+static bool sexpr(SX *x, const Expr *e)
+{
+    x->bad = x->call = NULL;
+    return sexpr_in(x, e, NULL);
+}
+
+static void sexpr_note(const SX *x, DiagEngine *d)
+{
+    if (x->call && x->call != x->bad)
+        diag_note(d, x->call->loc, "in this call of '%s'", x->call->inl->fn->name.s);
+}
+
+/* After a failed sexpr: whether it failed because the signature grew past what the runtime reads
+ * (reported here); otherwise the caller reports x->bad. */
+static bool sexpr_too_big(SX *x, DiagEngine *d, const Expr *e)
+{
+    if (x->nodes <= SIG_MAX_NODES)
+        return false;
+    if (x->big_reported)
+        return true;
+    x->big_reported = true;
+    diag_error(d, e->loc, "the launch expressions of this kernel take more than %d nodes (a fn's lets are written out "
+                          "at each use); the runtime reads no more", SIG_MAX_NODES);
+    return true;
 }
 
 static void quoted(StrBuf *out, const char *s)
@@ -139,29 +237,55 @@ bool signature_write(StrBuf *out, TKernel *k, DiagEngine *d)
     sb_printf(out, "flags%s%s\n", k->cooperative ? " cooperative" : "", k->pdl ? " pdl" : "");
     sb_printf(out, "nparams %d\n", it->nparams);
     bool ok = true;
-    const Expr *bad = NULL;
+    SX x = {out, NULL, NULL, 0, false};
     for (int i = 0; i < it->nparams; i++) {
         Param *p = &it->params[i];
-        if (p->ty->kind != TE_TENSOR) {
+        if (p->ty->kind != TE_TENSOR && p->ty->kind != TE_LIST) {
             sb_printf(out, "scalar %d %s %s\n", i, p->name.s, dtype_name(p->sym->type->dt));
             continue;
         }
         TBuf *b = k->params[i];
         Sym *ts = p->sym;
-        sb_printf(out, "tensor %d %s %s %d %d%s%s%s\n", i, p->name.s, dtype_name(ts->type->dt), ts->type->rank, b->align,
-                  b->written ? " written" : "", ts->optional ? " optional" : "", ts->optional && !ts->present ? " absent" : "");
+        TypeExpr *te = p->ty;
+        if (te->kind == TE_LIST) {
+            sb_printf(out, "list %d %s %s %d %d %d%s\n", i, p->name.s, dtype_name(ts->type->dt), ts->type->rank, b->align,
+                      b->list_cap, b->written ? " written" : "");
+            Expr *e = te->len;
+            sb_printf(out, "len %d ", i);
+            if (e->kind == EX_NAME && e->sym && e->sym->kind == SYM_DIM && e->sym->dim_param == i && e->sym->dim_axis < 0) {
+                sb_printf(out, "(bind %s)", e->sym->name);
+                x.nodes++;
+            } else if (!sexpr(&x, e)) {
+                if (!sexpr_too_big(&x, d, e)) {
+                    diag_error(d, x.bad->loc, "this shape expression cannot be checked at launch");
+                    sexpr_note(&x, d);
+                }
+                ok = false;
+            }
+            sb_puts(out, "\n");
+            te = te->elem;
+        } else {
+            sb_printf(out, "tensor %d %s %s %d %d%s%s%s\n", i, p->name.s, dtype_name(ts->type->dt), ts->type->rank,
+                      b->align, b->written ? " written" : "", ts->optional ? " optional" : "",
+                      ts->optional && !ts->present ? " absent" : "");
+        }
         for (int kind = 0; kind < 2; kind++) {
-            ExprList l = kind ? p->ty->strides : p->ty->dims;
+            ExprList l = kind ? te->strides : te->dims;
             for (int a = 0; a < l.n; a++) {
                 Expr *e = l.v[a];
                 sb_printf(out, "%s %d %d ", kind ? "stride" : "dim", i, a);
                 if (e->kind == EX_NAME && e->sym && e->sym->kind == SYM_DIM && e->sym->dim_param == i &&
-                    e->sym->dim_axis == a && e->sym->dim_is_stride == (kind == 1))
+                    e->sym->dim_axis == a && e->sym->dim_is_stride == (kind == 1)) {
                     sb_printf(out, "(bind %s)", e->sym->name);
-                else if (e->kind == EX_NAME && !strcmp(e->str, "_"))
+                    x.nodes++;
+                } else if (e->kind == EX_NAME && !strcmp(e->str, "_")) {
                     sb_puts(out, "any");
-                else if (!sexpr(out, e, &bad)) {
-                    diag_error(d, bad->loc, "this shape expression cannot be checked at launch");
+                    x.nodes++;
+                } else if (!sexpr(&x, e)) {
+                    if (!sexpr_too_big(&x, d, e)) {
+                        diag_error(d, x.bad->loc, "this shape expression cannot be checked at launch");
+                        sexpr_note(&x, d);
+                    }
                     ok = false;
                 }
                 sb_puts(out, "\n");
@@ -171,8 +295,11 @@ bool signature_write(StrBuf *out, TKernel *k, DiagEngine *d)
     sb_puts(out, "grid");
     for (int i = 0; i < it->launch.grid.n; i++) {
         sb_puts(out, " ");
-        if (!sexpr(out, it->launch.grid.v[i], &bad)) {
-            diag_error(d, bad->loc, "this grid expression cannot be evaluated at launch");
+        if (!sexpr(&x, it->launch.grid.v[i])) {
+            if (!sexpr_too_big(&x, d, it->launch.grid.v[i])) {
+                diag_error(d, x.bad->loc, "this grid expression cannot be evaluated at launch");
+                sexpr_note(&x, d);
+            }
             ok = false;
         }
     }
@@ -186,8 +313,11 @@ bool signature_write(StrBuf *out, TKernel *k, DiagEngine *d)
         if (uses_absent(it, st->e))
             continue; /* about a tensor this specialisation does not take */
         sb_puts(out, "require ");
-        if (!sexpr(out, st->e, &bad)) {
-            diag_error(d, bad->loc, "this requirement cannot be evaluated at launch");
+        if (!sexpr(&x, st->e)) {
+            if (!sexpr_too_big(&x, d, st->e)) {
+                diag_error(d, x.bad->loc, "this requirement cannot be evaluated at launch");
+                sexpr_note(&x, d);
+            }
             ok = false;
         }
         sb_puts(out, " ");

@@ -38,6 +38,26 @@ TBuf *tir_buf(TKernel *k, const char *name, Scope sc, DType dt, int rank, const 
     return b;
 }
 
+TBuf *tir_list_element(TKernel *k, TBuf *list, TExpr *index)
+{
+    TBuf *b = tir_buf(k, list->name, SC_GLOBAL, list->dt, list->rank, list->shape);
+    b->list = list;
+    b->list_index = tx_cast_int(k, index, DT_I32);
+    b->align = list->align;
+    for (int i = 0; i < list->rank; i++) {
+        b->gdim[i] = list->gdim[i];
+        b->gstride[i] = list->gstride[i];
+    }
+    return b;
+}
+
+void tir_mark_written(TBuf *b)
+{
+    b->written = true;
+    if (b->list)
+        b->list->written = true;
+}
+
 static TExpr *tx_new(TKernel *k, TExprKind kind, DType dt)
 {
     TExpr *e = ARENA_NEW(k->arena, TExpr);
@@ -406,6 +426,7 @@ int64_t tir_known_div(const TKernel *k, const TExpr *e)
     }
     case TX_VAR: return e->var->div;
     case TX_DIM: return fact_div(k, e->param, e->axis, false);
+    case TX_LEN: return fact_div(k, e->param, -1, false); /* `require L % 2 == 0` */
     case TX_STRIDE: return fact_div(k, e->param, e->axis, true);
     case TX_PARAM: return fact_div(k, e->param, -1, false);
     case TX_CVT: return dtype_is_int(e->dt) && dtype_is_int(e->a->dt) && dtype_bits(e->dt) >= dtype_bits(e->a->dt) ? tir_known_div(k, e->a) : 1;

@@ -62,6 +62,10 @@ struct TBuf {
     TExpr *gdim[TL_MAX_RANK];     /* run-time extents (TE_PARAMDIM or constants) */
     TExpr *gstride[TL_MAX_RANK];  /* strides in elements */
     TExpr *addr;                  /* views: the u64 base address */
+    int list_cap;                 /* > 0: a tensor list parameter (the pattern of its elements, never
+                                     accessed itself), the pointers it takes */
+    TBuf *list;                   /* an element of this tensor list parameter, ... */
+    TExpr *list_index;            /* ... the one at this index (i32) */
     int align;                    /* bytes the base pointer is known to be aligned to */
     bool written;
     /* frags */
@@ -75,7 +79,9 @@ struct TBuf {
     bool transposed_access;       /* read or written column-wise (padding pays) */
     bool scratch;                 /* compiler scratch: all scratch buffers share one region */
     int swizzle;                  /* shared, rank >= 2: the 16-byte chunk of (row, col) is XORed with
-                                     (row / swizzle) % 8; 0 = no swizzle */
+                                     key((row / swizzle) % 8); 0 = no swizzle */
+    bool swizzle_gemm;            /* key(x) = 2 (x % 4) + x / 4 (tf32 gemm operands, lower_gemm.c)
+                                     instead of key(x) = x */
     /* after lowering: a frag becomes a register array of this buffer */
     TBuf *regs;
     void *cg;
@@ -88,6 +94,7 @@ typedef enum {
     TX_PARAM,      /* scalar kernel parameter `param` */
     TX_DIM,        /* run-time extent (`axis` of tensor param `param`), i32 */
     TX_STRIDE,     /* run-time stride, i64 */
+    TX_LEN,        /* the length of tensor list param `param`, i32 */
     TX_SPECIAL,    /* builtin variable: thread.x etc (special) */
     TX_UN,         /* op a */
     TX_BIN,        /* a op b */
@@ -233,7 +240,7 @@ typedef struct TKernel {
     int blocks_per_sm;       /* 0, or the blocks one SM must hold (registers are limited to fit) */
     TBuf **bufs;             /* all buffers */
     int nbufs, capbufs;
-    TBuf **params;           /* per kernel parameter: its global buffer (tensors) or NULL */
+    TBuf **params;           /* per kernel parameter: its global buffer (tensors, tensor lists) or NULL */
     DType *param_dt;         /* scalar parameters: their type */
     int nparams;
     TStmt *body;             /* a TS_SEQ */
@@ -254,6 +261,11 @@ typedef struct TKernel {
 /* construction helpers (tir.c) */
 TVar *tir_var(TKernel *k, const char *name, DType dt, bool mut);
 TBuf *tir_buf(TKernel *k, const char *name, Scope sc, DType dt, int rank, const int64_t *shape);
+/* element `index` of a tensor list parameter: the list's extents, strides and alignment, its own
+ * base pointer (read from the list's parameter where it is used) */
+TBuf *tir_list_element(TKernel *k, TBuf *list, TExpr *index);
+/* a global buffer is stored to (and so is the tensor list it is an element of) */
+void tir_mark_written(TBuf *b);
 TExpr *tx_const_int(TKernel *k, DType dt, int64_t v);
 TExpr *tx_const_float(TKernel *k, DType dt, double v);
 TExpr *tx_bool(TKernel *k, bool v);
@@ -338,7 +350,7 @@ bool pass_pipeline(TKernel *k);      /* pipeline.c: pipelined loops -> cp.async 
 
 /* the tile-operation families, a file each, called by lower_tiles.c (and layout.c for gemm's
  * layouts): each returns the statement's thread-level code; *ok = false after errors */
-bool gemm_assign_layouts(TKernel *k);              /* lower_gemm.c: mma fragment layouts, operand padding */
+bool gemm_assign_layouts(TKernel *k);              /* lower_gemm.c: mma fragment layouts, operand swizzle / padding */
 TStmt *lower_gemm(TKernel *k, TStmt *s, bool *ok);   /* lower_gemm.c: gemm -> ldmatrix + mma.sync */
 TStmt *lower_cumsum(TKernel *k, TStmt *s, bool *ok); /* lower_cumsum.c: prefix sums along a dim */
 TStmt *lower_fill(TKernel *k, TStmt *s, bool *ok);   /* lower_fill.c */

@@ -68,6 +68,7 @@ void tir_print_expr(StrBuf *out, const TExpr *e)
     case TX_VAR: sb_printf(out, "%s.%d", e->var->name, e->var->id); break;
     case TX_PARAM: sb_printf(out, "param%d", e->param); break;
     case TX_DIM: sb_printf(out, "dim(%d,%d)", e->param, e->axis); break;
+    case TX_LEN: sb_printf(out, "len(%d)", e->param); break;
     case TX_STRIDE: sb_printf(out, "stride(%d,%d)", e->param, e->axis); break;
     case TX_SPECIAL: sb_puts(out, special_name(e->special)); break;
     case TX_UN:
@@ -399,9 +400,18 @@ void tir_print(StrBuf *out, const TKernel *k)
             sb_printf(out, ") align %d%s", b->align, b->written ? " written" : "");
             if (b->param >= 0)
                 sb_printf(out, " param %d", b->param);
+            if (b->list_cap)
+                sb_printf(out, " list max %d", b->list_cap);
+            if (b->list) {
+                sb_printf(out, " element ");
+                tir_print_expr(out, b->list_index);
+                sb_printf(out, " of list %d", b->list->param);
+            }
         }
         if (b->scope == SC_SHARED && (b->row_pad || b->smem_offset))
             sb_printf(out, " pad %lld @%lld", (long long)b->row_pad, (long long)b->smem_offset);
+        if (b->scope == SC_SHARED && b->swizzle)
+            sb_printf(out, " swizzle %s%d", b->swizzle_gemm ? "gemm " : "", b->swizzle);
         if (b->layout) {
             sb_puts(out, " ");
             layout_print(out, b->layout);

@@ -44,6 +44,7 @@ typedef enum TypeKind {
     TY_UNTYPED_INT,  /* integer literal / constant not yet given a type */
     TY_UNTYPED_FLOAT,
     TY_TENSOR,       /* global tensor parameter (or a view); dt, rank */
+    TY_LIST,         /* tensor list parameter: dt, rank, dims of every element; list_len, list_cap */
     TY_TILE,         /* shared / frag / local tile; dt, rank, dims */
     TY_TUPLE,        /* multiple return values */
     TY_TYPE,         /* a type used as a value: `f32`, or a `type` generic */
@@ -58,6 +59,8 @@ struct Type {
     Scope scope;         /* TENSOR: SC_GLOBAL; TILE: shared/frag/local */
     int rank;
     int64_t dims[TL_MAX_RANK]; /* TILE: extents; -1 = not known yet (generic check) */
+    int64_t list_len;    /* LIST: the length when known at compile time, else DIM_RUNTIME / DIM_UNKNOWN */
+    int64_t list_cap;    /* LIST: the most elements the kernel takes (DIM_UNKNOWN in a generic check) */
     int nelems;          /* TUPLE */
     Type **elems;
     const char *generic_name; /* TY_GENERIC: name of the type parameter */

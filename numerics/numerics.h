@@ -1,6 +1,7 @@
 /* numerics.h — bit-exact software versions of the GPU's number conversions (PTX `cvt`),
- * TileKernels' scale-factor and E5M6 rules, and CUDA's accurate expf built on a model of
- * the MUFU ex2 unit. Used by the CPU emulator and the tests (libtilec exports them too).
+ * TileKernels' scale-factor and E5M6 rules, CUDA's accurate expf built on a model of the MUFU
+ * ex2 unit, and a model of the tensor core's mma.sync arithmetic. Used by the CPU emulator and
+ * the tests (libtilec exports them too).
  *
  * Conventions shared by every function below:
  * - Values travel as bit patterns: f32 as uint32_t, f16 / bf16 as uint16_t, fp8 and ue8m0 as
@@ -256,6 +257,59 @@ void tl_num_mufu_uninstall(unsigned kind);
  * the size fits cap (call with out NULL / cap 0 to get the size). */
 size_t tl_num_mufu_encode(unsigned kind, unsigned index_bits, unsigned cut,
                           const int32_t *deltas, uint8_t *out, size_t cap);
+
+/* ---- Tensor cores: mma.sync with f32 accumulators (numerics_mma.c) ----
+ * A MODEL of the arithmetic of the Hopper tensor core (H100 / H200) in the mma.sync forms the
+ * compiler emits: m16n8k16 f16 and bf16, m16n8k8 tf32, m16n8k32 e4m3 and e5m2, all
+ * `.row.col.f32.T.T.f32`. It is the numerical-feature model that Khattak and Mikaitis fitted to
+ * these GPUs bit for bit ("Accurate Models of NVIDIA Tensor Cores", arXiv:2512.07004, 2025; their
+ * H100 model, which they also use for the H200), built on Fasi, Higham, Mikaitis and Pranesh
+ * ("Numerical behavior of NVIDIA tensor cores", PeerJ Comput. Sci. 7:e330, 2021). The
+ * cross-check against mma.sync on an H200 is tests/gpu/numerics/mma_model.cu; until it has run,
+ * this is a model from the literature, not a measurement of this project.
+ *
+ * One output element d = c + sum over the instruction's K of a[k] * b[k], in one step:
+ * - every product is exact (two significands of at most 11 bits make at most 22 bits), and the
+ *   products and c go through ONE multi-term adder, so within an instruction the order of the
+ *   k does not matter;
+ * - alignment: R = the largest of the products' exponents ea + eb (ea = floor(log2 |a|), or
+ *   the format's smallest normal exponent for a subnormal a; a product's significand is then in
+ *   [1, 4)) and of c's exponent (zero terms take no part), and at least -133. Each term is cut
+ *   toward zero (its magnitude truncated, no sticky bit) to a multiple of 2^(R - F), F = 25
+ *   fraction bits for f16, bf16 and tf32 (the 23 of f32 and 2 extra), F = 13 for e4m3 and e5m2;
+ * - the cut terms are added exactly; the sum is normalised once and cut toward zero to f32
+ *   (f16, bf16, tf32) or to 13 fraction bits (e4m3, e5m2: the low 10 bits of the f32 result are
+ *   0), subnormal results included, at least 2^128 -> ±inf;
+ * - an exact zero sum is +0, whatever the signs of c and of the zero products;
+ * - NaN in any a, b or c, inf * 0, and +inf together with -inf give the canonical NaN
+ *   0x7FFFFFFF; otherwise an infinite product or c gives that infinity.
+ * tf32 operands are f32 bit patterns of which the instruction reads bits 31..13 (the low 13
+ * bits are ignored, not rounded: an f32 NaN with a payload only there reads as inf). e4m3 has no
+ * infinity; its NaN is S.1111.111. Blackwell (B200) differs, by the same source, in e4m3 / e5m2
+ * only: F = 25 and a full f32 result, as for the 16-bit forms; these functions model sm_90.
+ *
+ * Operands are the raw element codes of one row of A and one column of B, k = 0 .. K-1, and c
+ * and the result are f32 bit patterns. */
+uint32_t tl_num_mma_f16(const uint16_t a[16], const uint16_t b[16], uint32_t c);
+uint32_t tl_num_mma_bf16(const uint16_t a[16], const uint16_t b[16], uint32_t c);
+uint32_t tl_num_mma_tf32(const uint32_t a[8], const uint32_t b[8], uint32_t c);
+uint32_t tl_num_mma_e4m3(const uint8_t a[32], const uint8_t b[32], uint32_t c);
+uint32_t tl_num_mma_e5m2(const uint8_t a[32], const uint8_t b[32], uint32_t c);
+
+/* The instruction forms, for the warp-level function below. */
+typedef enum TlNumMma { TL_NUM_MMA_F16, TL_NUM_MMA_BF16, TL_NUM_MMA_TF32, TL_NUM_MMA_E4M3, TL_NUM_MMA_E5M2 } TlNumMma;
+/* K of a form: 16, 16, 8, 32, 32. */
+int tl_num_mma_k(TlNumMma form);
+/* One mma.sync.aligned.m16n8kK.row.col.f32.T.T.f32 of a whole warp, in registers as the PTX
+ * ISA lays out the fragments ("Matrix Fragments for mma.m16n8k*"): with g = lane / 4,
+ * t = lane % 4 and E = 4 / bytes per element (2, 2, 1, 4, 4) elements per 32-bit register,
+ * element j at bits 32 j / E .. of its register:
+ *   A (16 x K), a[lane][q]:  row g + 8 (q & 1),  col E t + j + 4E (q >> 1)
+ *   B (K x 8),  b[lane][q]:  row E t + j + 4E q, col g
+ *   C, D (16 x 8 f32 bits), c[lane][i], d[lane][i]: row g + 8 (i >> 1), col 2t + (i & 1)
+ * and each element of D is the per-element model above. d may be c. */
+void tl_num_mma_m16n8(TlNumMma form, const uint32_t a[32][4], const uint32_t b[32][2], const uint32_t c[32][4],
+                      uint32_t d[32][4]);
 
 /* ---- Tables built into the library (numerics/numerics_tables.c, not in the GPU programs) ----
  * The tables measured on an H200, numerics/data/mufu_*.bin, are validated, deflated and

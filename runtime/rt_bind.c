@@ -1,6 +1,7 @@
 /* rt_bind.c — the launch path before the driver: checks each argument against the signature
- * (reporting the first violation by argument name), evaluates requirements and the grid, and
- * packs the kernel parameters. Everything lives on the caller's stack: no heap, no locks. */
+ * (reporting the first violation by argument name, a list's tensors as 'xs[3]'), evaluates
+ * requirements and the grid, and packs the kernel parameters (a list's tensor pointers
+ * included). Everything lives on the caller's stack: no heap, no locks. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +9,14 @@
 #include "rt_internal.h"
 
 static tilec_status rt_launch_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *rt_kind_str(tilec_rt_arg_kind k)
+{
+    return k == TILEC_RT_ARG_SCALAR   ? "a scalar"
+           : k == TILEC_RT_ARG_ABSENT ? "an absent tensor"
+           : k == TILEC_RT_ARG_TENSOR ? "a tensor"
+           : k == TILEC_RT_ARG_LIST   ? "a list of tensors"
+                                      : "an invalid argument kind";
+}
 static tilec_status rt_launch_fail(const char *fmt, ...)
 {
     char msg[RT_MAX_ERROR];
@@ -186,8 +195,11 @@ static void rt_describe(rt_sbuf *b, const rt_sig *sig, const rt_expr *e, const r
         rt_sb_printf(b, "%s = ", e->name);
         rt_value_render(b, slots[e->slot]);
         if (n->kind == RT_N_DIM || n->kind == RT_N_STRIDE)
-            rt_sb_printf(b, " (bound by '%s' %s %d)", sig->params[n->param].name,
+            rt_sb_printf(b, " (bound by '%s%s' %s %d)", sig->params[n->param].name,
+                         sig->params[n->param].kind == RT_P_LIST ? "[0]" : "",
                          n->kind == RT_N_DIM ? "dimension" : "stride", n->axis);
+        else if (n->kind == RT_N_LEN)
+            rt_sb_printf(b, " (the length of '%s')", sig->params[n->param].name);
         else if (n->kind == RT_N_SCALAR)
             rt_sb_puts(b, " (a scalar argument)");
         return;
@@ -206,13 +218,32 @@ static void rt_describe(rt_sbuf *b, const rt_sig *sig, const rt_expr *e, const r
         rt_sb_puts(b, ")");
 }
 
+/* "xs[3]": how messages name tensor i of list p (a tensor: its name) */
+static const char *rt_elem_name(char *buf, size_t cap, const rt_param *p, int i)
+{
+    if (p->kind != RT_P_LIST)
+        return p->name;
+    snprintf(buf, cap, "%s[%d]", p->name, i);
+    return buf;
+}
+
+/* a tensor argument, or the tensors of a list argument (n of them) */
+static const tilec_rt_tensor *rt_tensors(const rt_param *p, const tilec_rt_arg *a, int *n)
+{
+    if (p->kind == RT_P_LIST) {
+        *n = a->u.list.count;
+        return a->u.list.tensors;
+    }
+    *n = 1;
+    return &a->u.tensor;
+}
+
 static tilec_status rt_check(const rt_sig *sig, const rt_check_step *c, const tilec_rt_arg *args,
                              const rt_value *slots)
 {
     const rt_param *p = &sig->params[c->param];
-    const tilec_rt_tensor *t = &args[c->param].u.tensor;
-    int64_t have = c->is_stride ? t->strides[c->axis] : t->shape[c->axis];
-    const char *what = c->is_stride ? "stride" : "dimension";
+    static const char *const whats[] = {"dimension", "stride", "length"};
+    const char *what = whats[c->what];
     rt_value v;
     char buf[1024];
     rt_sbuf b;
@@ -220,15 +251,47 @@ static tilec_status rt_check(const rt_sig *sig, const rt_check_step *c, const ti
     const char *err = rt_expr_eval(c->e, slots, &v);
     if (err) {
         rt_describe(&b, sig, c->e, slots, NULL);
+        if (c->what == RT_W_LEN)
+            return rt_launch_fail("argument '%s': cannot evaluate its length, %s: %s", p->name, buf, err);
         return rt_launch_fail("argument '%s': cannot evaluate %s %d, %s: %s", p->name, what, c->axis, buf, err);
     }
-    if (v.is_float ? (double)have == v.f : have == v.i)
-        return TILEC_OK;
-    rt_describe(&b, sig, c->e, slots, &v);
-    return rt_launch_fail("argument '%s': %s %d is %lld but %s", p->name, what, c->axis, (long long)have, buf);
+    if (c->what == RT_W_LEN) {
+        int64_t have = args[c->param].u.list.count;
+        if (v.is_float ? (double)have == v.f : have == v.i)
+            return TILEC_OK;
+        rt_describe(&b, sig, c->e, slots, &v);
+        return rt_launch_fail("argument '%s': %lld tensors but %s", p->name, (long long)have, buf);
+    }
+    int n;
+    const tilec_rt_tensor *ts = rt_tensors(p, &args[c->param], &n);
+    for (int i = 0; i < n; i++) {
+        int64_t have = c->what == RT_W_STRIDE ? ts[i].strides[c->axis] : ts[i].shape[c->axis];
+        if (v.is_float ? (double)have == v.f : have == v.i)
+            continue;
+        char nb[96];
+        rt_describe(&b, sig, c->e, slots, &v);
+        return rt_launch_fail("argument '%s': %s %d is %lld but %s", rt_elem_name(nb, sizeof nb, p, i), what, c->axis,
+                              (long long)have, buf);
+    }
+    return TILEC_OK;
 }
 
 /* ---- tensors ---- */
+
+/* dtype, rank, extents of tensor t, named `name` */
+static tilec_status rt_tensor_shape(const rt_param *p, const char *name, const tilec_rt_tensor *t)
+{
+    if (t->dtype != (tilec_rt_dtype)p->dtype)
+        return rt_launch_fail("argument '%s': expected dtype %s, got %s", name, rt_dtypes[p->dtype].name,
+                              rt_dtype_str(t->dtype));
+    if (t->rank != p->rank)
+        return rt_launch_fail("argument '%s': expected rank %d, got %d", name, p->rank, t->rank);
+    for (int i = 0; i < p->rank; i++)
+        if (t->shape[i] < 0 || t->shape[i] > INT32_MAX)
+            return rt_launch_fail("argument '%s': dimension %d is %lld, outside 0..%d", name, i, (long long)t->shape[i],
+                                  INT32_MAX);
+    return TILEC_OK;
+}
 
 static tilec_status rt_tensor_head(const rt_param *p, const tilec_rt_arg *a)
 {
@@ -240,28 +303,35 @@ static tilec_status rt_tensor_head(const rt_param *p, const tilec_rt_arg *a)
         return TILEC_OK;
     }
     if (a->kind != TILEC_RT_ARG_TENSOR)
-        return rt_launch_fail("argument '%s': expected a tensor, got %s", p->name,
-                              a->kind == TILEC_RT_ARG_SCALAR   ? "a scalar"
-                              : a->kind == TILEC_RT_ARG_ABSENT ? "an absent tensor"
-                                                               : "an invalid argument kind");
-    const tilec_rt_tensor *t = &a->u.tensor;
-    if (t->dtype != (tilec_rt_dtype)p->dtype)
-        return rt_launch_fail("argument '%s': expected dtype %s, got %s", p->name, rt_dtypes[p->dtype].name,
-                              rt_dtype_str(t->dtype));
-    if (t->rank != p->rank)
-        return rt_launch_fail("argument '%s': expected rank %d, got %d", p->name, p->rank, t->rank);
-    for (int i = 0; i < p->rank; i++)
-        if (t->shape[i] < 0 || t->shape[i] > INT32_MAX)
-            return rt_launch_fail("argument '%s': dimension %d is %lld, outside 0..%d", p->name, i,
-                                  (long long)t->shape[i], INT32_MAX);
+        return rt_launch_fail("argument '%s': expected a tensor, got %s", p->name, rt_kind_str(a->kind));
+    return rt_tensor_shape(p, p->name, &a->u.tensor);
+}
+
+/* a list: its length (0..max, the tensors given), then each tensor's dtype, rank and extents */
+static tilec_status rt_list_head(const rt_param *p, const tilec_rt_arg *a)
+{
+    if (a->kind != TILEC_RT_ARG_LIST)
+        return rt_launch_fail("argument '%s': expected a list of tensors, got %s", p->name, rt_kind_str(a->kind));
+    int n = a->u.list.count;
+    if (n < 0)
+        return rt_launch_fail("argument '%s': a list of %d tensors", p->name, n);
+    if (n > p->max)
+        return rt_launch_fail("argument '%s': %d tensors, more than the %d the kernel takes (its list's max)", p->name,
+                              n, p->max);
+    if (n > 0 && !a->u.list.tensors)
+        return rt_launch_fail("argument '%s': %d tensors at a NULL array", p->name, n);
+    char nb[96];
+    for (int i = 0; i < n; i++) {
+        tilec_status s = rt_tensor_shape(p, rt_elem_name(nb, sizeof nb, p, i), &a->u.list.tensors[i]);
+        if (s != TILEC_OK)
+            return s;
+    }
     return TILEC_OK;
 }
 
-static tilec_status rt_tensor_tail(const rt_param *p, const tilec_rt_arg *a)
+/* contiguity, written overlap, data pointer of tensor t */
+static tilec_status rt_tensor_tail(const rt_param *p, const char *name, const tilec_rt_tensor *t)
 {
-    if (p->flags & TILEC_RT_PARAM_ABSENT)
-        return TILEC_OK;
-    const tilec_rt_tensor *t = &a->u.tensor;
     int empty = 0;
     for (int i = 0; i < p->rank; i++)
         empty |= t->shape[i] == 0;
@@ -271,9 +341,9 @@ static tilec_status rt_tensor_tail(const rt_param *p, const tilec_rt_arg *a)
             if (t->shape[i] != 1 && t->strides[i] != want)
                 return rt_launch_fail("argument '%s': expected a contiguous tensor, but stride %d is %lld "
                                       "(contiguous: %lld)",
-                                      p->name, i, (long long)t->strides[i], (long long)want);
+                                      name, i, (long long)t->strides[i], (long long)want);
             if (__builtin_mul_overflow(want, t->shape[i], &want))
-                return rt_launch_fail("argument '%s': more elements than int64 can count", p->name);
+                return rt_launch_fail("argument '%s': more elements than int64 can count", name);
         }
     }
     if ((p->flags & TILEC_RT_PARAM_WRITTEN) && !empty) /* no elements, no overlap */
@@ -281,13 +351,52 @@ static tilec_status rt_tensor_tail(const rt_param *p, const tilec_rt_arg *a)
             if (t->strides[i] == 0 && t->shape[i] > 1)
                 return rt_launch_fail("argument '%s': stride %d is 0 on a dimension of extent %lld, but the kernel "
                                       "writes '%s' (its elements would overlap)",
-                                      p->name, i, (long long)t->shape[i], p->name);
+                                      name, i, (long long)t->shape[i], name);
     uintptr_t addr = (uintptr_t)t->data;
     if (!t->data && !empty)
-        return rt_launch_fail("argument '%s': data pointer is NULL", p->name);
+        return rt_launch_fail("argument '%s': data pointer is NULL", name);
     if (addr % (uintptr_t)p->align)
-        return rt_launch_fail("argument '%s': data pointer 0x%llx is not aligned to %d bytes", p->name,
+        return rt_launch_fail("argument '%s': data pointer 0x%llx is not aligned to %d bytes", name,
                               (unsigned long long)addr, p->align);
+    return TILEC_OK;
+}
+
+/* whether e binds its name here: from axis `axis` of parameter pi (kind RT_N_DIM / RT_N_STRIDE) */
+static int rt_binds_here(const rt_sig *sig, const rt_expr *e, int pi, int kind, int axis)
+{
+    if (e->kind != RT_E_BIND || e->slot < 0)
+        return 0;
+    const rt_name *n = &sig->names[e->slot];
+    return n->param == pi && n->kind == kind && n->axis == axis;
+}
+
+/* The tensors of a list share the extents and strides the kernel gets (those of the first): an
+ * axis whose name the list binds must have the first's extent, and, where the signature gives
+ * strides, an axis of extent > 1 whose stride the list binds or leaves free ('any') the first's
+ * stride (an axis of extent 1 is never stepped along). Axes with a check expression are compared
+ * with it, tensor by tensor, by rt_check. */
+static tilec_status rt_list_agree(const rt_sig *sig, int pi, const tilec_rt_arg *a, const rt_value *slots)
+{
+    const rt_param *p = &sig->params[pi];
+    const tilec_rt_tensor *ts = a->u.list.tensors;
+    char nb[96], buf[512];
+    rt_sbuf b;
+    for (int i = 1; i < a->u.list.count; i++)
+        for (int ax = 0; ax < p->rank; ax++) {
+            const rt_expr *d = p->dim[ax], *st = p->stride[ax];
+            if (ts[i].shape[ax] != ts[0].shape[ax] && rt_binds_here(sig, d, pi, RT_N_DIM, ax)) {
+                rt_sb_init(&b, buf, sizeof buf);
+                rt_describe(&b, sig, d, slots, NULL);
+                return rt_launch_fail("argument '%s': dimension %d is %lld but %s", rt_elem_name(nb, sizeof nb, p, i),
+                                      ax, (long long)ts[i].shape[ax], buf);
+            }
+            if (p->has_strides && ts[i].shape[ax] > 1 && ts[i].strides[ax] != ts[0].strides[ax] &&
+                (st->kind == RT_E_ANY || rt_binds_here(sig, st, pi, RT_N_STRIDE, ax)))
+                return rt_launch_fail("argument '%s': stride %d is %lld but '%s[0]' has %lld (the tensors of a list "
+                                      "share their strides)",
+                                      rt_elem_name(nb, sizeof nb, p, i), ax, (long long)ts[i].strides[ax], p->name,
+                                      (long long)ts[0].strides[ax]);
+        }
     return TILEC_OK;
 }
 
@@ -364,15 +473,32 @@ static void rt_pack(const rt_sig *sig, const tilec_rt_arg *args, const uint64_t 
         }
         int absent = (p->flags & TILEC_RT_PARAM_ABSENT) != 0;
         const tilec_rt_tensor *t = &args[i].u.tensor;
-        uint64_t ptr = absent ? 0 : (uint64_t)(uintptr_t)t->data;
-        memcpy(at, &ptr, 8);
-        ptrs[k++] = at;
+        size_t head = 8; /* a tensor's pointer; a list's pointers and length */
+        if (p->kind == RT_P_LIST) {
+            const tilec_rt_tensor_list *l = &args[i].u.list;
+            for (int e = 0; e < p->max; e++) {
+                uint64_t ptr = e < l->count ? (uint64_t)(uintptr_t)l->tensors[e].data : 0;
+                memcpy(at + 8 * e, &ptr, 8);
+            }
+            ptrs[k++] = at;
+            int32_t n = l->count;
+            head = 8 * (size_t)p->max;
+            memcpy(at + head, &n, 4);
+            ptrs[k++] = at + head;
+            head += 4;
+            absent = l->count == 0; /* an empty list: zero extents and strides */
+            t = l->tensors;
+        } else {
+            uint64_t ptr = absent ? 0 : (uint64_t)(uintptr_t)t->data;
+            memcpy(at, &ptr, 8);
+            ptrs[k++] = at;
+        }
         for (int a = 0; a < p->rank; a++) {
             int32_t e = absent ? 0 : (int32_t)t->shape[a];
-            memcpy(at + 8 + 4 * a, &e, 4);
-            ptrs[k++] = at + 8 + 4 * a;
+            memcpy(at + head + 4 * a, &e, 4);
+            ptrs[k++] = at + head + 4 * a;
         }
-        unsigned char *st = buf + ((p->offset + 8 + 4 * (size_t)p->rank + 7) & ~(size_t)7);
+        unsigned char *st = buf + ((p->offset + head + 4 * (size_t)p->rank + 7) & ~(size_t)7);
         for (int a = 0; a < p->rank; a++) {
             int64_t s = absent ? 0 : t->strides[a];
             memcpy(st + 8 * a, &s, 8);
@@ -403,25 +529,39 @@ tilec_status rt_bind(const rt_sig *sig, const tilec_rt_arg *args, int nargs, int
         const tilec_rt_arg *a = &args[i];
         if (p->kind == RT_P_SCALAR) {
             if (a->kind != TILEC_RT_ARG_SCALAR)
-                return rt_launch_fail("argument '%s': expected a scalar, got %s", p->name,
-                                      a->kind == TILEC_RT_ARG_TENSOR   ? "a tensor"
-                                      : a->kind == TILEC_RT_ARG_ABSENT ? "an absent tensor"
-                                                                       : "an invalid argument kind");
+                return rt_launch_fail("argument '%s': expected a scalar, got %s", p->name, rt_kind_str(a->kind));
             if ((s = rt_scalar(p, &a->u.scalar, &sbits[i], &slots[p->slot])) != TILEC_OK)
                 return s;
-        } else if ((s = rt_tensor_head(p, a)) != TILEC_OK) {
+        } else if ((s = p->kind == RT_P_LIST ? rt_list_head(p, a) : rt_tensor_head(p, a)) != TILEC_OK) {
             return s;
         }
         for (; bi < sig->nbinds && sig->binds[bi].param == i; bi++) {
             const rt_bind_step *b = &sig->binds[bi];
             slots[b->slot].is_float = 0;
-            slots[b->slot].i = b->is_stride ? a->u.tensor.strides[b->axis] : a->u.tensor.shape[b->axis];
+            if (b->what == RT_W_LEN) {
+                slots[b->slot].i = a->u.list.count;
+                continue;
+            }
+            const tilec_rt_tensor *t = p->kind == RT_P_LIST ? a->u.list.tensors : &a->u.tensor;
+            if (p->kind == RT_P_LIST && a->u.list.count == 0)
+                return rt_launch_fail("argument '%s': an empty list gives '%s' no value (its tensors' %s %d); bind the "
+                                      "name with an earlier parameter",
+                                      p->name, sig->names[b->slot].name, b->what == RT_W_STRIDE ? "stride" : "dimension",
+                                      b->axis);
+            slots[b->slot].i = b->what == RT_W_STRIDE ? t->strides[b->axis] : t->shape[b->axis];
         }
+        if (p->kind == RT_P_LIST && (s = rt_list_agree(sig, i, a, slots)) != TILEC_OK)
+            return s;
         for (; ci < sig->nchecks && sig->checks[ci].at == i; ci++)
             if ((s = rt_check(sig, &sig->checks[ci], args, slots)) != TILEC_OK)
                 return s;
-        if (p->kind == RT_P_TENSOR && (s = rt_tensor_tail(p, a)) != TILEC_OK)
+        if (p->kind == RT_P_TENSOR && !(p->flags & TILEC_RT_PARAM_ABSENT) &&
+            (s = rt_tensor_tail(p, p->name, &a->u.tensor)) != TILEC_OK)
             return s;
+        char nb[96];
+        for (int e = 0; p->kind == RT_P_LIST && e < a->u.list.count; e++)
+            if ((s = rt_tensor_tail(p, rt_elem_name(nb, sizeof nb, p, e), &a->u.list.tensors[e])) != TILEC_OK)
+                return s;
     }
     if ((s = rt_requires(sig, slots)) != TILEC_OK || (s = rt_grid(sig, slots, cfg)) != TILEC_OK)
         return s;

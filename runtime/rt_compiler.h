@@ -31,6 +31,11 @@ typedef struct rt_compiler {
     tilec_status (*compile)(void *self, void *program, const char *kernel, const char *const *generics, int ngenerics,
                             const tilec_target *target, rt_compiled *out);
     void (*release)(void *self, rt_compiled *out);
+    /* Optional (NULL: the library answers NOT_FOUND): kernel i of the program (NULL past the
+     * last), and kernel `kernel`'s interface ("tilec-iface 1", tilec/compiler.h; NULL: no such
+     * kernel), valid until the next call on the program. */
+    const char *(*kernel_name)(void *self, void *program, int i);
+    const char *(*interface)(void *self, void *program, const char *kernel);
 } rt_compiler;
 
 /* The compiler this build links (libtilec), or NULL when built without it. */

@@ -63,7 +63,18 @@ static void tc_release(void *self, rt_compiled *out)
     tilec_artifact_destroy(out->handle);
 }
 
-static const rt_compiler tc_table = {NULL, tc_version, tc_open, tc_close, tc_program_hash, tc_compile, tc_release};
+static const char *tc_kernel_name(void *self, void *program, int i)
+{
+    return tilec_program_kernel_name(program, i);
+}
+
+static const char *tc_interface(void *self, void *program, const char *kernel)
+{
+    return tilec_program_kernel_interface(program, kernel);
+}
+
+static const rt_compiler tc_table = {NULL,       tc_version, tc_open,        tc_close,    tc_program_hash,
+                                     tc_compile, tc_release, tc_kernel_name, tc_interface};
 
 const rt_compiler *rt_default_compiler(void)
 {

@@ -23,7 +23,9 @@ enum {
     RT_MAX_NAMES = 128,          /* shape, stride and scalar names of one signature */
     RT_MAX_EXPR_DEPTH = 32,      /* nesting of one signature expression */
     RT_MAX_EXPR_NODES = 4096,    /* nodes of all expressions of one signature */
-    RT_MAX_PARAM_BYTES = 4096,   /* kernel parameter space the runtime packs on the stack */
+    RT_MAX_PARAM_BYTES = 32764,  /* kernel parameter space (CUDA 12.1+), packed on the stack */
+    RT_OLD_PARAM_BYTES = 4096,   /* ... what drivers before CUDA 12.1 take */
+    RT_MAX_LIST = 4096,          /* tensors of one list parameter */
     RT_MAX_PTX_PARAMS = 512,     /* PTX parameters (a rank-R tensor has 1 + 2R) */
     RT_MAX_GENERICS = 64,        /* generic values of one specialisation */
     RT_MAX_GENERICS_TEXT = 2048, /* their canonical text, "A=1,B=bf16" */
@@ -162,22 +164,24 @@ void rt_expr_walk_names(const rt_expr *e, void (*fn)(const rt_expr *name, void *
 void rt_value_render(rt_sbuf *b, rt_value v);
 
 /* ---- rt_sig.c: the "tilec-sig 1" signature ---- */
-enum rt_param_kind { RT_P_TENSOR = 1, RT_P_SCALAR = 2 };
+enum rt_param_kind { RT_P_TENSOR = 1, RT_P_SCALAR = 2, RT_P_LIST = 3 };
 typedef struct rt_param {
     const char *name;
     uint8_t kind;    /* enum rt_param_kind */
     uint8_t dtype;   /* tilec_rt_dtype */
-    uint8_t rank;
+    uint8_t rank;    /* a list: of each of its tensors (and so for dim, stride, align) */
     uint8_t has_strides;
     unsigned flags;  /* enum tilec_rt_param_flags */
     int align;
     rt_expr *dim[TILEC_RT_MAX_RANK];
     rt_expr *stride[TILEC_RT_MAX_RANK];
+    rt_expr *len;    /* lists: the number of tensors */
+    int max;         /* lists: the most tensors it takes, the size of its pointer array */
     uint16_t offset; /* byte offset of the first PTX parameter in the packed layout */
     int16_t slot;    /* scalars: their name's slot */
 } rt_param;
 
-enum rt_name_kind { RT_N_DIM, RT_N_STRIDE, RT_N_SCALAR, RT_N_NUM_SMS };
+enum rt_name_kind { RT_N_DIM, RT_N_STRIDE, RT_N_SCALAR, RT_N_NUM_SMS, RT_N_LEN };
 typedef struct rt_name {
     const char *name;
     uint8_t kind;   /* enum rt_name_kind: what binds it */
@@ -187,14 +191,15 @@ typedef struct rt_name {
 
 /* The launch plan: argument p is checked, then the binds of p run, then every check whose
  * names are all bound by then (`at` == p), so the first violation is found in argument order
- * without evaluating anything twice. */
+ * without evaluating anything twice. A step is about an extent, a stride or a list's length. */
+enum rt_what { RT_W_DIM, RT_W_STRIDE, RT_W_LEN };
 typedef struct rt_bind_step {
     int16_t param, slot;
-    uint8_t is_stride, axis;
+    uint8_t what, axis; /* enum rt_what */
 } rt_bind_step;
 typedef struct rt_check_step {
     int16_t at, param;
-    uint8_t is_stride, axis;
+    uint8_t what, axis;
     const rt_expr *e;
 } rt_check_step;
 typedef struct rt_require {
@@ -337,7 +342,13 @@ struct tilec_rt_library {
     pthread_mutex_t build_lock; /* one build at a time per library (the compiler is not reentrant) */
     tilec_rt_kernel **slots;
     size_t nslots, nkernels;
+    struct rt_iface *ifaces; /* kernel interfaces handed out (tilec_rt_library_interface), under build_lock */
 };
+
+typedef struct rt_iface {
+    struct rt_iface *next;
+    char *kernel, *text;
+} rt_iface;
 
 /* ---- rt_emu.c: the CPU device ---- */
 /* Loads a host object (RT_PAYLOAD_HOST_OBJECT) for sig into k->emu. */

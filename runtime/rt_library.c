@@ -217,6 +217,12 @@ void tilec_rt_library_close(tilec_rt_library *lib)
         rt_sig_free(lib->aot[i].sig);
     if (lib->program)
         lib->compiler->close(lib->compiler->self, lib->program);
+    for (rt_iface *f = lib->ifaces, *next; f; f = next) {
+        next = f->next;
+        free(f->kernel);
+        free(f->text);
+        free(f);
+    }
     free(lib->aot);
     free(lib->slots);
     free(lib->fatbin_path);
@@ -509,6 +515,65 @@ tilec_status tilec_rt_get_kernel(tilec_rt_library *lib, const char *kernel, cons
 
 /* ---- introspection ---- */
 
+int tilec_rt_library_num_kernels(const tilec_rt_library *lib)
+{
+    int n = 0;
+    if (lib && lib->program && lib->compiler->kernel_name)
+        while (lib->compiler->kernel_name(lib->compiler->self, lib->program, n))
+            n++;
+    return n;
+}
+
+const char *tilec_rt_library_kernel_name(const tilec_rt_library *lib, int i)
+{
+    if (!lib || !lib->program || !lib->compiler->kernel_name || i < 0)
+        return NULL;
+    return lib->compiler->kernel_name(lib->compiler->self, lib->program, i);
+}
+
+tilec_status tilec_rt_library_interface(tilec_rt_library *lib, const char *kernel, const char **out)
+{
+    if (!lib || !kernel || !out)
+        return rt_fail(TILEC_ERROR_INVALID_ARGUMENT, "tilec_rt_library_interface: NULL argument");
+    *out = NULL;
+    if (!lib->program || !lib->compiler->interface)
+        return rt_fail(TILEC_ERROR_NOT_FOUND, "kernel '%s': the library has no source to describe it", kernel);
+    tilec_status s = TILEC_OK;
+    pthread_mutex_lock(&lib->build_lock); /* the compiler is not reentrant */
+    rt_iface *f = lib->ifaces;
+    while (f && strcmp(f->kernel, kernel))
+        f = f->next;
+    if (!f) {
+        const char *text = lib->compiler->interface(lib->compiler->self, lib->program, kernel);
+        if (!text) {
+            s = rt_fail(TILEC_ERROR_NOT_FOUND, "no kernel '%s' in the library", kernel);
+        } else if (!(f = calloc(1, sizeof *f)) || !(f->kernel = strdup(kernel)) || !(f->text = strdup(text))) {
+            if (f)
+                free(f->kernel);
+            free(f);
+            f = NULL;
+            s = rt_fail(TILEC_ERROR_INTERNAL, "out of memory describing kernel '%s'", kernel);
+        } else {
+            f->next = lib->ifaces;
+            lib->ifaces = f;
+        }
+    }
+    pthread_mutex_unlock(&lib->build_lock);
+    if (f)
+        *out = f->text;
+    return s;
+}
+
+int tilec_rt_library_num_aot(const tilec_rt_library *lib)
+{
+    return lib ? lib->naot : 0;
+}
+
+const char *tilec_rt_library_aot_signature(const tilec_rt_library *lib, int i)
+{
+    return lib && i >= 0 && i < lib->naot ? lib->aot[i].sig->text : NULL;
+}
+
 const char *tilec_rt_kernel_signature(const tilec_rt_kernel *k)
 {
     return k ? k->sig->text : NULL;
@@ -528,10 +593,12 @@ tilec_status tilec_rt_kernel_param(const tilec_rt_kernel *k, int i, tilec_rt_par
                        k->sig->nparams - 1);
     const rt_param *p = &k->sig->params[i];
     out->name = p->name;
-    out->kind = p->kind == RT_P_TENSOR ? TILEC_RT_PARAM_TENSOR : TILEC_RT_PARAM_SCALAR;
+    out->kind = p->kind == RT_P_TENSOR ? TILEC_RT_PARAM_TENSOR : p->kind == RT_P_LIST ? TILEC_RT_PARAM_LIST
+                                                                                   : TILEC_RT_PARAM_SCALAR;
     out->dtype = (tilec_rt_dtype)p->dtype;
     out->rank = p->rank;
     out->align = p->align;
     out->flags = p->flags;
+    out->max_length = p->kind == RT_P_LIST ? p->max : 0;
     return TILEC_OK;
 }

@@ -55,6 +55,13 @@ tilec_status rt_load_module(tilec_rt *rt, const void *image, CUmodule *out)
 tilec_status rt_get_function(tilec_rt *rt, CUmodule module, const rt_sig *sig, CUfunction *out)
 {
     const rt_driver *d = rt->drv;
+    /* kernel parameters past 4 KiB (tensor lists) are a CUDA 12.1 feature */
+    if (sig->param_bytes > RT_OLD_PARAM_BYTES && rt->driver_version < 12010)
+        return rt_fail(TILEC_ERROR_UNSUPPORTED,
+                       "entry '%s' takes %d bytes of parameters; more than %d needs a CUDA 12.1 or newer driver (this "
+                       "one is %d.%d)",
+                       sig->entry, sig->param_bytes, RT_OLD_PARAM_BYTES, rt->driver_version / 1000,
+                       rt->driver_version % 1000 / 10);
     CUresult r = d->cuModuleGetFunction(out, module, sig->entry);
     if (r != CUDA_SUCCESS)
         return rt_fail_prefix(rt_cu_fail(d, r, "cuModuleGetFunction"), "entry '%s'", sig->entry);

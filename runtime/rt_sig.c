@@ -160,6 +160,51 @@ static tilec_status rt_parse_tensor(rt_sig_parser *sp)
     return TILEC_OK;
 }
 
+/* list I NAME DTYPE RANK ALIGN MAX [written] */
+static tilec_status rt_parse_list(rt_sig_parser *sp)
+{
+    long rank, align, max;
+    char w[64];
+    rt_param *p;
+    tilec_status s = rt_param_head(sp, RT_P_LIST, "list name", &p);
+    if (s != TILEC_OK)
+        return s;
+    if ((s = rt_uint_field(sp, "rank", TILEC_RT_MAX_RANK, &rank)) != TILEC_OK)
+        return s;
+    p->rank = (uint8_t)rank;
+    if ((s = rt_uint_field(sp, "alignment", 4096, &align)) != TILEC_OK)
+        return s;
+    if (align == 0 || (align & (align - 1)))
+        return rt_lerr(sp, "alignment must be a power of two, got %ld", align);
+    p->align = (int)align;
+    if ((s = rt_uint_field(sp, "list max", RT_MAX_LIST, &max)) != TILEC_OK)
+        return s;
+    if (max == 0)
+        return rt_lerr(sp, "%s", "a list takes at least 1 tensor");
+    p->max = (int)max;
+    while (rt_word(sp, w, sizeof w)) {
+        if (!strcmp(w, "written"))
+            p->flags |= TILEC_RT_PARAM_WRITTEN;
+        else
+            return rt_lerr(sp, "unknown list flag '%s'", w);
+    }
+    return TILEC_OK;
+}
+
+/* len I EXPR: may precede its list line, like dim and stride lines */
+static tilec_status rt_parse_len(rt_sig_parser *sp)
+{
+    long i;
+    tilec_status s;
+    if ((s = rt_index_field(sp, &i)) != TILEC_OK)
+        return s;
+    if (sp->params[i].len)
+        return rt_lerr(sp, "%s", "len given twice for this list");
+    if ((s = rt_expr_parse(&sp->ex, &sp->params[i].len)) != TILEC_OK)
+        return s;
+    return rt_line_done(sp);
+}
+
 static tilec_status rt_parse_scalar(rt_sig_parser *sp)
 {
     rt_param *p;
@@ -354,6 +399,10 @@ static tilec_status rt_parse_line(rt_sig_parser *sp, const char *kw)
         return rt_parse_tensor(sp);
     if (!strcmp(kw, "scalar"))
         return rt_parse_scalar(sp);
+    if (!strcmp(kw, "list"))
+        return rt_parse_list(sp);
+    if (!strcmp(kw, "len"))
+        return rt_parse_len(sp);
     if (!strcmp(kw, "dim"))
         return rt_parse_axis_expr(sp, 0);
     if (!strcmp(kw, "stride"))
@@ -464,19 +513,27 @@ static tilec_status rt_check_params(rt_sig_parser *sp)
     for (int i = 0; i < sp->nparams; i++) {
         rt_param *p = &sp->params[i];
         if (!sp->defined[i])
-            return rt_serr("parameter %d has no tensor or scalar line", i);
+            return rt_serr("parameter %d has no tensor, list or scalar line", i);
         for (int j = 0; j < i; j++)
             if (!strcmp(sp->params[j].name, p->name))
                 return rt_serr("parameter name '%s' is used twice", p->name);
         for (int a = 0; a < TILEC_RT_MAX_RANK; a++) {
-            int in_rank = p->kind == RT_P_TENSOR && a < p->rank;
+            int in_rank = p->kind != RT_P_SCALAR && a < p->rank;
             if (!in_rank && (p->dim[a] || p->stride[a]))
                 return rt_serr("'%s' has a dim or stride line for axis %d beyond its rank", p->name, a);
             if (in_rank && !p->dim[a])
-                return rt_serr("tensor '%s' has no dim line for axis %d", p->name, a);
+                return rt_serr("%s '%s' has no dim line for axis %d", p->kind == RT_P_LIST ? "list" : "tensor", p->name,
+                               a);
             if (in_rank && p->has_strides && !p->stride[a])
-                return rt_serr("tensor '%s' has stride lines, but none for axis %d", p->name, a);
+                return rt_serr("%s '%s' has stride lines, but none for axis %d", p->kind == RT_P_LIST ? "list" : "tensor",
+                               p->name, a);
         }
+        if (p->kind == RT_P_LIST && !p->len)
+            return rt_serr("list '%s' has no len line", p->name);
+        if (p->kind != RT_P_LIST && p->len)
+            return rt_serr("'%s' has a len line but is not a list", p->name);
+        if (p->kind == RT_P_LIST && (p->len->kind == RT_E_ANY || (p->len->kind == RT_E_BIND && !strcmp(p->len->name, "num_sms"))))
+            return rt_serr("the length of list '%s' cannot be 'any' or num_sms", p->name);
     }
     sig->nparams = sp->nparams;
     sig->params = rt_arena_alloc(&sig->arena, sizeof(rt_param) * (size_t)(sig->nparams ? sig->nparams : 1));
@@ -487,8 +544,8 @@ static tilec_status rt_check_params(rt_sig_parser *sp)
     return TILEC_OK;
 }
 
-/* Names bind on first use, in parameter order (dims, then strides, then the scalar itself);
- * an absent tensor binds nothing. */
+/* Names bind on first use, in parameter order (a list's length, dims, then strides, then the
+ * scalar itself); an absent tensor binds nothing. */
 static tilec_status rt_bind_names(rt_sig *sig)
 {
     tilec_status s;
@@ -505,9 +562,9 @@ static tilec_status rt_bind_names(rt_sig *sig)
         }
         if (p->flags & TILEC_RT_PARAM_ABSENT)
             continue;
-        for (int st = 0; st < 2; st++)
-            for (int a = 0; a < p->rank; a++) {
-                rt_expr *e = st ? p->stride[a] : p->dim[a];
+        for (int st = -1; st < 2; st++)
+            for (int a = 0; a < (st < 0 ? 1 : p->rank); a++) {
+                rt_expr *e = st < 0 ? p->len : st ? p->stride[a] : p->dim[a];
                 if (!e || e->kind != RT_E_BIND)
                     continue;
                 if (!strcmp(e->name, "num_sms"))
@@ -518,7 +575,8 @@ static tilec_status rt_bind_names(rt_sig *sig)
                 if (rt_find_name(sig, e->name) >= 0)
                     continue; /* bound before: this use compares */
                 int slot = -1;
-                if ((s = rt_add_name(sig, e->name, st ? RT_N_STRIDE : RT_N_DIM, i, a, &slot)) != TILEC_OK)
+                if ((s = rt_add_name(sig, e->name, st < 0 ? RT_N_LEN : st ? RT_N_STRIDE : RT_N_DIM, i, a, &slot)) !=
+                    TILEC_OK)
                     return s;
                 e->slot = (int16_t)slot;
             }
@@ -530,7 +588,7 @@ static tilec_status rt_build_plan(rt_sig *sig)
 {
     int nbind = 0, ncheck = 0;
     for (int i = 0; i < sig->nparams; i++)
-        ncheck += 2 * sig->params[i].rank;
+        ncheck += 2 * sig->params[i].rank + 1;
     sig->binds = rt_arena_alloc(&sig->arena, sizeof(rt_bind_step) * (size_t)(ncheck + 1));
     sig->checks = rt_arena_alloc(&sig->arena, sizeof(rt_check_step) * (size_t)(ncheck + 1));
     if (!sig->binds || !sig->checks)
@@ -539,23 +597,28 @@ static tilec_status rt_build_plan(rt_sig *sig)
     tilec_status s;
     for (int i = 0; i < sig->nparams; i++) {
         rt_param *p = &sig->params[i];
-        if (p->kind != RT_P_TENSOR || (p->flags & TILEC_RT_PARAM_ABSENT))
+        if (p->kind == RT_P_SCALAR || (p->flags & TILEC_RT_PARAM_ABSENT))
             continue;
-        for (int st = 0; st < 2; st++)
-            for (int a = 0; a < p->rank; a++) {
-                rt_expr *e = st ? p->stride[a] : p->dim[a];
+        /* in the order names bind: a list's length, then extents, then strides */
+        static const uint8_t name_kind[3] = {RT_N_DIM, RT_N_STRIDE, RT_N_LEN};
+        static const uint8_t order[2][3] = {{RT_W_DIM, RT_W_STRIDE, RT_W_DIM}, {RT_W_LEN, RT_W_DIM, RT_W_STRIDE}};
+        int is_list = p->kind == RT_P_LIST;
+        for (int n = 0; n < (is_list ? 3 : 2); n++) {
+            int w = order[is_list][n];
+            for (int a = 0; a < (w == RT_W_LEN ? 1 : p->rank); a++) {
+                rt_expr *e = w == RT_W_LEN ? p->len : w == RT_W_STRIDE ? p->stride[a] : p->dim[a];
                 if (!e || e->kind == RT_E_ANY)
                     continue;
                 if (e->kind == RT_E_BIND && e->slot >= 0 && sig->names[e->slot].param == i &&
-                    sig->names[e->slot].axis == a && sig->names[e->slot].kind == (st ? RT_N_STRIDE : RT_N_DIM)) {
-                    rt_bind_step b = {(int16_t)i, e->slot, (uint8_t)st, (uint8_t)a};
+                    sig->names[e->slot].axis == a && sig->names[e->slot].kind == name_kind[w]) {
+                    rt_bind_step b = {(int16_t)i, e->slot, (uint8_t)w, (uint8_t)a};
                     sig->binds[nbind++] = b;
                     continue;
                 }
                 int ready;
                 if ((s = rt_resolve(sig, e, &ready)) != TILEC_OK)
                     return s;
-                rt_check_step c = {(int16_t)(ready > i ? ready : i), (int16_t)i, (uint8_t)st, (uint8_t)a, e};
+                rt_check_step c = {(int16_t)(ready > i ? ready : i), (int16_t)i, (uint8_t)w, (uint8_t)a, e};
                 /* stable insertion by `at`: equal `at` keeps parameter order */
                 int k = ncheck++;
                 while (k > 0 && sig->checks[k - 1].at > c.at) {
@@ -564,6 +627,7 @@ static tilec_status rt_build_plan(rt_sig *sig)
                 }
                 sig->checks[k] = c;
             }
+        }
     }
     sig->nbinds = nbind;
     sig->nchecks = ncheck;
@@ -583,13 +647,15 @@ static tilec_status rt_layout(rt_sig *sig)
     int nptx = 0;
     for (int i = 0; i < sig->nparams; i++) {
         rt_param *p = &sig->params[i];
-        if (p->kind == RT_P_TENSOR) {
+        if (p->kind != RT_P_SCALAR) {
+            /* a tensor: pointer, extents, strides; a list: its pointers, length, extents, strides */
             off = (off + 7) & ~(size_t)7;
             p->offset = (uint16_t)(off > 0xffff ? 0xffff : off);
-            off += 8 + 4 * (size_t)p->rank;
+            off += p->kind == RT_P_LIST ? 8 * (size_t)p->max + 4 : 8;
+            off += 4 * (size_t)p->rank;
             if (p->rank)
                 off = ((off + 7) & ~(size_t)7) + 8 * (size_t)p->rank;
-            nptx += 1 + 2 * p->rank;
+            nptx += (p->kind == RT_P_LIST ? 2 : 1) + 2 * p->rank;
         } else {
             size_t size = rt_dtypes[p->dtype].bits <= 8 ? 1 : rt_dtypes[p->dtype].bits / 8;
             off = (off + size - 1) & ~(size - 1);

@@ -29,17 +29,21 @@ python3 -c "import torch, tilec; print('torch', torch.__version__, 'tilec', tile
 run_tests() {
   local t0=$(date +%s)
   declare -A groups=(
-    [main]="tests/gpu/test_transpose.py tests/gpu/test_per_token_cast.py tests/gpu/test_math_exhaustive.py"
+    [main]="tests/gpu/test_transpose.py tests/gpu/test_per_token_cast.py tests/gpu/test_math_exhaustive.py tests/gpu/test_tensor_lists.py"
     [quant1]="tests/gpu/test_quant_per_token.py tests/gpu/test_quant_per_block.py"
     [quant2]="tests/gpu/test_quant_cast_back.py tests/gpu/test_quant_per_channel.py tests/gpu/test_quant_swiglu.py"
     [moe]="tests/gpu/test_moe_gate.py tests/gpu/test_moe_fused.py tests/gpu/test_moe_utils.py"
-    [engram]="tests/gpu/test_engram.py"
   )
   for g in "${!groups[@]}"; do
     ( timeout 400 $PYTEST ${groups[$g]} > "$OUT/pytest_$g.log" 2>&1; echo $? > "$OUT/pytest_$g.rc" ) &
   done
   wait
-  for g in main quant1 quant2 moe engram; do
+  # the Engram and mHC grids hold tens of GB of the GPU's memory at their largest sizes: one at a
+  # time, after the others
+  for g in engram mhc; do
+    timeout 300 $PYTEST tests/gpu/test_$g.py > "$OUT/pytest_$g.log" 2>&1; echo $? > "$OUT/pytest_$g.rc"
+  done
+  for g in main quant1 quant2 moe engram mhc; do
     summary "pytest $g: exit $(cat "$OUT/pytest_$g.rc") — $(tail -1 "$OUT/pytest_$g.log")"
     grep -E "^(FAILED|ERROR)" "$OUT/pytest_$g.log" | head -15 | tee -a "$OUT/summary.txt"
   done
@@ -56,6 +60,7 @@ run_tests() {
   ( $MC $PYTEST tests/gpu/test_moe_gate.py tests/gpu/test_moe_fused.py tests/gpu/test_moe_utils.py -k small \
       > "$OUT/memcheck_moe.log" 2>&1; echo $? > "$OUT/memcheck_moe.rc" ) &
   ( $MC $PYTEST tests/gpu/test_engram.py -k small > "$OUT/memcheck_engram.log" 2>&1; echo $? > "$OUT/memcheck_engram.rc" ) &
+  ( $MC $PYTEST tests/gpu/test_mhc.py -k small > "$OUT/memcheck_mhc.log" 2>&1; echo $? > "$OUT/memcheck_mhc.rc" ) &
   ( $MC $PYTEST tests/gpu/test_quant_per_token.py tests/gpu/test_quant_per_block.py tests/gpu/test_quant_cast_back.py \
       tests/gpu/test_quant_per_channel.py tests/gpu/test_quant_swiglu.py -k \
       "(test_float_input and 4001-576 and e2m1 and col1) or (test_e5m6 and 4001-576 and bfloat16) or \
@@ -63,10 +68,32 @@ run_tests() {
        (test_swiglu_backward and topk2 and 2048 and 32-True-0.5)" \
       > "$OUT/memcheck_quant.log" 2>&1; echo $? > "$OUT/memcheck_quant.rc" ) &
   wait
-  for g in main quant moe engram; do
+  for g in main quant moe engram mhc; do
     summary "memcheck $g: exit $(cat "$OUT/memcheck_$g.rc") — $(grep -E "ERROR SUMMARY" "$OUT/memcheck_$g.log" | tail -1) $(tail -1 "$OUT/memcheck_$g.log")"
   done
   summary "memcheck took $(elapsed $t0) s"
+
+  # racecheck over the kernels that stage data through shared memory: the transposes, the
+  # per-channel casts, the Engram gate's pipelines, the mHC kernels
+  t0=$(date +%s)
+  local RC="timeout 240 compute-sanitizer --tool racecheck --error-exitcode 9"
+  ( $RC $PYTEST tests/gpu/test_transpose.py -k "4032 and 576" > "$OUT/racecheck_transpose.log" 2>&1
+    echo $? > "$OUT/racecheck_transpose.rc" ) &
+  ( $RC $PYTEST tests/gpu/test_quant_per_channel.py -k "test_per_channel_cast and 4096-576" \
+      > "$OUT/racecheck_quant.log" 2>&1; echo $? > "$OUT/racecheck_quant.rc" ) &
+  ( $RC $PYTEST tests/gpu/test_engram.py -k small > "$OUT/racecheck_engram.log" 2>&1; echo $? > "$OUT/racecheck_engram.rc" ) &
+  ( $RC $PYTEST tests/gpu/test_mhc.py -k small > "$OUT/racecheck_mhc.log" 2>&1; echo $? > "$OUT/racecheck_mhc.rc" ) &
+  wait
+  for g in transpose quant engram mhc; do
+    summary "racecheck $g: exit $(cat "$OUT/racecheck_$g.rc") — $(grep -E "RACECHECK SUMMARY|ERROR SUMMARY" "$OUT/racecheck_$g.log" | tail -1) $(tail -1 "$OUT/racecheck_$g.log")"
+  done
+  summary "racecheck took $(elapsed $t0) s"
+
+  # the custom ops on CUDA tensors: opcheck, fullgraph compile, no host reads (tests/python/test_ops.py)
+  t0=$(date +%s)
+  TILEC_BUILD_PYTHON=$PWD/dist/python TILEC_OPS_DEVICE=cuda timeout 200 $PYTEST tests/python/test_ops.py \
+    > "$OUT/ops_cuda.log" 2>&1
+  summary "ops on cuda: exit $? in $(elapsed $t0) s — $(tail -1 "$OUT/ops_cuda.log")"
 }
 
 run_bench() {
@@ -81,6 +108,8 @@ run_bench() {
   summary "bench_moe exit $? ($(elapsed $t0) s so far)"
   timeout 150 python3 bench/bench_engram.py --json "$OUT/bench_engram.json" > "$OUT/bench_engram.log" 2>&1
   summary "bench_engram exit $? ($(elapsed $t0) s so far)"
+  timeout 150 python3 bench/bench_mhc.py --json "$OUT/bench_mhc.json" > "$OUT/bench_mhc.log" 2>&1
+  summary "bench_mhc exit $? ($(elapsed $t0) s so far)"
   timeout 120 python3 bench/compile_speed.py --dist dist --limit 40 > "$OUT/compile_speed.log" 2>&1
   summary "compile_speed exit $? ($(elapsed $t0) s in all)"
   cat "$OUT/compile_speed.log" >> "$OUT/summary.txt"

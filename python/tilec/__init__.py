@@ -2,9 +2,11 @@
 TileKernels (``tile_kernels``): switching is a change of import.
 
 Submodules mirror TileKernels module by module: ``tilec.transpose``, ``tilec.quant``,
-``tilec.moe``, ``tilec.engram``, ``tilec.modeling`` (the autograd layers; ``mhc`` as it
-lands), ``tilec.config``, ``tilec.utils``; ``tilec.torch`` holds PyTorch reference
+``tilec.moe``, ``tilec.engram``, ``tilec.mhc`` (empty, as in TileKernels), ``tilec.modeling``
+(the autograd layers of Engram and mHC), ``tilec.config``, ``tilec.utils``; ``tilec.torch`` holds PyTorch reference
 implementations written from the specification, and ``tilec.testing`` the test helpers.
+``tilec.load`` opens kernels of your own (a ``.tl`` file or source text, or a fatbin) and
+``tilec.register_op`` makes one a torch custom op (docs/python.md).
 Kernels are compiled on first use (JIT, cached in memory and in ``$TILEC_CACHE_DIR``) or loaded
 from an ahead-of-time fatbin when the install tree has one.
 """
@@ -18,7 +20,9 @@ except ImportError:
 
 from . import config
 from .config import get_device_num_sms, get_max_smem_per_sm, get_num_sms, set_num_sms
-from . import utils, transpose, quant, moe, engram, modeling, torch, testing
+from . import utils, transpose, quant, moe, engram, mhc, modeling, torch, testing
+from ._load import Kernel, Library, Specialization, load, register_op
 
-__all__ = ["config", "utils", "transpose", "quant", "moe", "engram", "modeling", "torch", "testing", "get_num_sms",
-           "set_num_sms", "get_device_num_sms", "get_max_smem_per_sm"]
+__all__ = ["config", "utils", "transpose", "quant", "moe", "engram", "mhc", "modeling", "torch", "testing",
+           "get_num_sms", "set_num_sms", "get_device_num_sms", "get_max_smem_per_sm", "load", "register_op", "Library",
+           "Kernel", "Specialization"]

@@ -2,10 +2,11 @@
  *
  * Kept thin and fast: a launch converts its arguments (torch tensors read through data_ptr(),
  * shape, stride() and dtype; ints; floats; None for an absent optional tensor; Arg views for
- * reinterpreted storage) into tilec_rt_arg on the stack and calls tilec_rt_launch, which
- * validates them against the kernel's signature. Each runtime serves one device (the CPU
- * emulator, or one CUDA device): a tensor on another device is refused by name before the
- * launch. */
+ * reinterpreted storage; a list or tuple of those tensors for a tensor list parameter) into
+ * tilec_rt_arg on the stack (a list's tensors too, up to 64 of them in all; more go to a
+ * buffer freed after the launch) and calls tilec_rt_launch, which validates them against the
+ * kernel's signature. Each runtime serves one device (the CPU emulator, or one CUDA device): a
+ * tensor on another device is refused by name before the launch ('xs[2]' for a list's). */
 #define Py_LIMITED_API 0x030B0000
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -258,8 +259,58 @@ static PyObject *Library_kernel(PyObject *o, PyObject *args)
     return (PyObject *)K;
 }
 
+static PyObject *Library_kernels(PyObject *o, PyObject *unused)
+{
+    const tilec_rt_library *lib = ((LibraryObj *)o)->lib;
+    int n = tilec_rt_library_num_kernels(lib);
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) {
+        PyObject *name = PyUnicode_FromString(tilec_rt_library_kernel_name(lib, i));
+        if (!name) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SetItem(list, i, name);
+    }
+    return list;
+}
+
+static PyObject *Library_interface(PyObject *o, PyObject *args)
+{
+    const char *name, *text = NULL;
+    if (!PyArg_ParseTuple(args, "s", &name))
+        return NULL;
+    tilec_status s = tilec_rt_library_interface(((LibraryObj *)o)->lib, name, &text);
+    if (s == TILEC_ERROR_NOT_FOUND)
+        Py_RETURN_NONE;
+    if (s != TILEC_OK)
+        return rt_error(s);
+    return PyUnicode_FromString(text);
+}
+
+static PyObject *Library_aot_signatures(PyObject *o, PyObject *unused)
+{
+    const tilec_rt_library *lib = ((LibraryObj *)o)->lib;
+    int n = tilec_rt_library_num_aot(lib);
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) {
+        PyObject *sig = PyUnicode_FromString(tilec_rt_library_aot_signature(lib, i));
+        if (!sig) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SetItem(list, i, sig);
+    }
+    return list;
+}
+
 static PyMethodDef Library_methods[] = {
     {"kernel", Library_kernel, METH_VARARGS, "kernel(name, generics=()) -> Kernel: a specialisation, compiled on a miss"},
+    {"kernels", Library_kernels, METH_NOARGS, "kernels() -> list of the kernel names the source declares"},
+    {"interface", Library_interface, METH_VARARGS,
+     "interface(name) -> the kernel's declared interface ('tilec-iface 1' text), or None without such a kernel"},
+    {"aot_signatures", Library_aot_signatures, METH_NOARGS,
+     "aot_signatures() -> the signatures of the specialisations the AOT manifest holds"},
     {NULL, NULL, 0, NULL}};
 static PyType_Slot Library_slots[] = {{Py_tp_dealloc, Library_dealloc}, {Py_tp_methods, Library_methods}, {0, NULL}};
 static PyType_Spec Library_spec = {"tilec._native.Library", sizeof(LibraryObj), 0, Py_TPFLAGS_DEFAULT, Library_slots};
@@ -322,29 +373,43 @@ static const char *param_name(const tilec_rt_kernel *k, int i)
     return tilec_rt_kernel_param(k, i, &info) == TILEC_OK ? info.name : "?";
 }
 
+/* "'x'" or, for tensor e of a list argument, "'xs[2]'" */
+static void arg_str(const KernelObj *self, int i, int e, char *buf, size_t n)
+{
+    if (e < 0)
+        snprintf(buf, n, "'%s'", param_name(self->k, i));
+    else
+        snprintf(buf, n, "'%s[%d]'", param_name(self->k, i), e);
+}
+
 /* Every tensor of a launch on the kernel's device: the first one elsewhere is reported with
- * the first that is where it should be (or with the kernel's device). */
-static int check_device(const KernelObj *self, int dev, int i, int *first)
+ * the first that is where it should be (or with the kernel's device). `first` holds the argument
+ * and list element (-1: none) of the first tensor seen on the kernel's device. */
+static int check_device(const KernelObj *self, int dev, int i, int e, int first[2])
 {
     if (dev == DEV_UNKNOWN || dev == self->dev) {
-        if (dev != DEV_UNKNOWN && *first < 0)
-            *first = i;
+        if (dev != DEV_UNKNOWN && first[0] < 0) {
+            first[0] = i;
+            first[1] = e;
+        }
         return 0;
     }
-    char have[32], want[32];
+    char have[32], want[32], here[96], there[96];
     device_str(dev, have, sizeof have);
     device_str(self->dev, want, sizeof want);
-    if (*first >= 0)
-        PyErr_Format(LaunchError, "tensors on different devices: argument '%s' is on %s, argument '%s' on %s",
-                     param_name(self->k, *first), want, param_name(self->k, i), have);
-    else
-        PyErr_Format(LaunchError, "argument '%s' is on %s, but this kernel was loaded for %s", param_name(self->k, i),
-                     have, want);
+    arg_str(self, i, e, here, sizeof here);
+    if (first[0] >= 0) {
+        arg_str(self, first[0], first[1], there, sizeof there);
+        PyErr_Format(LaunchError, "tensors on different devices: argument %s is on %s, argument %s on %s", there, want,
+                     here, have);
+    } else {
+        PyErr_Format(LaunchError, "argument %s is on %s, but this kernel was loaded for %s", here, have, want);
+    }
     return -1;
 }
 
-/* a torch tensor (or anything with data_ptr/shape/stride/dtype) */
-static int tensor_arg(PyObject *t, tilec_rt_arg *a, int index)
+/* a torch tensor (or anything with data_ptr/shape/stride/dtype); `what` names it in errors */
+static int tensor_of(PyObject *t, tilec_rt_tensor *out, const char *what)
 {
     PyObject *dt = PyObject_GetAttr(t, s_dtype);
     if (!dt)
@@ -352,33 +417,52 @@ static int tensor_arg(PyObject *t, tilec_rt_arg *a, int index)
     PyObject *code = PyDict_GetItem(dtype_map, dt);
     Py_DECREF(dt);
     if (!code) {
-        PyErr_Format(LaunchError, "argument %d: unsupported tensor dtype", index);
+        PyErr_Format(LaunchError, "%s: unsupported tensor dtype", what);
         return -1;
     }
-    a->kind = TILEC_RT_ARG_TENSOR;
-    a->u.tensor.dtype = (tilec_rt_dtype)PyLong_AsLong(code);
+    out->dtype = (tilec_rt_dtype)PyLong_AsLong(code);
     PyObject *p = PyObject_CallMethodObjArgs(t, s_data_ptr, NULL);
     if (!p)
         return -1;
-    a->u.tensor.data = PyLong_AsVoidPtr(p);
+    out->data = PyLong_AsVoidPtr(p);
     Py_DECREF(p);
     PyObject *shape = PyObject_GetAttr(t, s_shape);
     if (!shape)
         return -1;
-    int rank = int_tuple(shape, a->u.tensor.shape, TILEC_RT_MAX_RANK);
+    int rank = int_tuple(shape, out->shape, TILEC_RT_MAX_RANK);
     Py_DECREF(shape);
     if (rank < 0) {
         if (!PyErr_Occurred())
-            PyErr_Format(LaunchError, "argument %d: rank above %d", index, TILEC_RT_MAX_RANK);
+            PyErr_Format(LaunchError, "%s: rank above %d", what, TILEC_RT_MAX_RANK);
         return -1;
     }
-    a->u.tensor.rank = rank;
+    out->rank = rank;
     PyObject *st = PyObject_CallMethodObjArgs(t, s_stride, NULL);
     if (!st)
         return -1;
-    int r2 = int_tuple(st, a->u.tensor.strides, TILEC_RT_MAX_RANK);
+    int r2 = int_tuple(st, out->strides, TILEC_RT_MAX_RANK);
     Py_DECREF(st);
     return r2 < 0 ? -1 : 0;
+}
+
+/* an element of a list argument: a torch tensor or an Arg */
+static int list_item(const KernelObj *self, PyObject *x, tilec_rt_tensor *out, int i, int e, int first[2])
+{
+    if (PyObject_TypeCheck(x, ArgType)) {
+        *out = ((ArgObj *)x)->t;
+        return check_device(self, ((ArgObj *)x)->dev, i, e, first);
+    }
+    char what[48];
+    snprintf(what, sizeof what, "argument %d element %d", i, e);
+    const char *kind = x == Py_None ? "None" : PyBool_Check(x) ? "a bool" : PyLong_Check(x) ? "an int"
+                       : PyFloat_Check(x) ? "a float" : PyList_Check(x) || PyTuple_Check(x) ? "a list" : NULL;
+    if (kind) {
+        PyErr_Format(LaunchError, "%s: a list argument holds tensors, not %s", what, kind);
+        return -1;
+    }
+    if (tensor_of(x, out, what) < 0)
+        return -1;
+    return check_device(self, device_of(x), i, e, first);
 }
 
 static PyObject *Kernel_launch(PyObject *o, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -405,33 +489,63 @@ static PyObject *Kernel_launch(PyObject *o, PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     tilec_rt_arg a[64];
-    int first = -1;
+    int first[2] = {-1, -1};
+    /* the tensors of list arguments: on the stack, unless there are many */
+    enum { POOL = 64 };
+    tilec_rt_tensor pool[POOL], *items = pool;
+    Py_ssize_t nitems = 0, used = 0;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        if (PyList_Check(args[i]) || PyTuple_Check(args[i]))
+            nitems += PySequence_Size(args[i]);
+    if (nitems > POOL && !(items = PyMem_Malloc(sizeof(tilec_rt_tensor) * (size_t)nitems)))
+        return PyErr_NoMemory();
+    PyObject *result = NULL;
     for (Py_ssize_t i = 0; i < nargs; i++) {
         PyObject *x = args[i];
         if (x == Py_None) {
             a[i] = tilec_rt_arg_absent();
+        } else if (PyList_Check(x) || PyTuple_Check(x)) {
+            Py_ssize_t n = PySequence_Size(x);
+            for (Py_ssize_t e = 0; e < n; e++) {
+                PyObject *item = PySequence_GetItem(x, e);
+                int rc = item ? list_item(self, item, &items[used + e], (int)i, (int)e, first) : -1;
+                Py_XDECREF(item);
+                if (rc < 0)
+                    goto done;
+            }
+            a[i] = tilec_rt_arg_list(items + used, (int)n);
+            used += n;
         } else if (PyObject_TypeCheck(x, ArgType)) {
             a[i].kind = TILEC_RT_ARG_TENSOR;
             a[i].u.tensor = ((ArgObj *)x)->t;
-            if (check_device(self, ((ArgObj *)x)->dev, (int)i, &first) < 0)
-                return NULL;
+            if (check_device(self, ((ArgObj *)x)->dev, (int)i, -1, first) < 0)
+                goto done;
         } else if (PyBool_Check(x)) {
             a[i] = tilec_rt_arg_int(TILEC_RT_BOOL, x == Py_True);
         } else if (PyLong_Check(x)) {
             long long v = PyLong_AsLongLong(x);
             if (v == -1 && PyErr_Occurred())
-                return NULL;
+                goto done;
             a[i] = tilec_rt_arg_int(TILEC_RT_I64, v);
         } else if (PyFloat_Check(x)) {
             a[i] = tilec_rt_arg_float(TILEC_RT_F64, PyFloat_AsDouble(x));
-        } else if (tensor_arg(x, &a[i], (int)i) < 0 || check_device(self, device_of(x), (int)i, &first) < 0) {
-            return NULL;
+        } else {
+            char what[96];
+            snprintf(what, sizeof what, "argument '%s'", param_name(self->k, (int)i));
+            a[i].kind = TILEC_RT_ARG_TENSOR;
+            if (tensor_of(x, &a[i].u.tensor, what) < 0 || check_device(self, device_of(x), (int)i, -1, first) < 0)
+                goto done;
         }
     }
     tilec_status s = tilec_rt_launch(self->k, a, (int)nargs, &lo);
     if (s != TILEC_OK)
-        return rt_error(s);
-    Py_RETURN_NONE;
+        rt_error(s);
+    else
+        result = Py_NewRef(Py_None);
+done:
+    if (items != pool)
+        PyMem_Free(items);
+    return result;
 }
 
 static PyObject *Kernel_signature(PyObject *o, void *unused)

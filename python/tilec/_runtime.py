@@ -13,6 +13,7 @@ serve every specialisation they hold; the rest compile on first use. ``TILEC_CAC
 disk cache (default ``~/.cache/tilec``).
 """
 import os
+import threading
 
 import torch
 
@@ -22,8 +23,9 @@ CPU = -1  # the device key of the CPU emulator; a CUDA device's key is its index
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _FORCED = os.environ.get("TILEC_DEVICE", "").strip().lower()
-_libraries = {}  # device key -> (Runtime, Library)
-_kernels = {}    # (device key, kernel name, generics) -> Kernel
+_runtimes = {}   # device key -> Runtime
+_libraries = {}  # device key -> (Runtime, Library) of the shipped kernel library
+_kernels = {}    # (device key, kernel name, generics[, library]) -> Kernel
 
 _DTYPES = {
     torch.bool: "bool", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64",
@@ -36,6 +38,30 @@ for _k, _v in _DTYPES.items():
 
 LaunchError = _native.LaunchError
 Arg = _native.Arg
+
+# While a fake implementation runs (tilec._ops: torch.compile tracing, meta tensors), the kernel
+# functions allocate their outputs as usual but launch nothing and read no data pointer.
+_state = threading.local()
+
+
+def faking() -> bool:
+    return getattr(_state, "fake", False)
+
+
+class _NoLaunch:
+    def launch(self, *args, **kw):
+        pass
+
+
+_NO_LAUNCH = _NoLaunch()
+
+
+def view(t: torch.Tensor, dtype: str, shape, strides):
+    """An argument over ``t``'s storage with another element type, shape and strides (in
+    elements): packed FP4 as e2m1 elements, scale bytes, words."""
+    if faking():
+        return None
+    return _native.Arg(t.data_ptr(), dtype, shape, strides, t)
 
 
 def kernels_source() -> str:
@@ -56,7 +82,12 @@ def device_name(dev: int) -> str:
     return "cpu" if dev == CPU else f"cuda:{dev}"
 
 
-def _open(dev: int):
+def _runtime_of(dev: int):
+    """The one runtime of device ``dev`` (CPU: the emulator), created on first use; every library
+    of the device, the shipped one and those of tilec.load, opens in it."""
+    rt = _runtimes.get(dev)
+    if rt is not None:
+        return rt
     if _FORCED not in ("", "cpu", "cuda"):
         raise ValueError(f"tilec: TILEC_DEVICE is '{_FORCED}': it must be 'cpu', 'cuda' or unset")
     if _FORCED == "cpu" and dev != CPU:
@@ -64,19 +95,35 @@ def _open(dev: int):
                          f"{device_name(dev)}")
     if _FORCED == "cuda" and dev == CPU:
         raise ValueError("tilec: TILEC_DEVICE=cuda runs every kernel on the GPU, but the tensors are on the CPU")
-    source = kernels_source()
     cache_dir = os.environ.get("TILEC_CACHE_DIR")
     if dev == CPU:
         rt = _native.Runtime(cache_dir=cache_dir, cpu=True)
-        return rt, rt.open(source=source)
+    else:
+        with torch.cuda.device(dev):
+            torch.cuda.current_stream(dev)  # makes the device's primary context current
+            rt = _native.Runtime(cache_dir=cache_dir, device=dev)
+    _runtimes[dev] = rt
+    return rt
+
+
+def open_library(dev: int, **kw):
+    """A library (``Runtime.open``'s keywords: source, fatbin, manifest, include_dirs, defines)
+    in the runtime of device ``dev``."""
+    rt = _runtime_of(dev)
+    if dev == CPU:
+        return rt.open(**kw)
+    with torch.cuda.device(dev):
+        return rt.open(**kw)
+
+
+def _open(dev: int):
+    source = kernels_source()
     kw = {"source": source}
     fatbin = os.path.join(os.path.dirname(source), "kernels.fatbin")
-    if os.path.exists(fatbin) and os.path.exists(fatbin + ".manifest"):
+    if dev != CPU and os.path.exists(fatbin) and os.path.exists(fatbin + ".manifest"):
         kw.update(fatbin=fatbin, manifest=fatbin + ".manifest")
-    with torch.cuda.device(dev):
-        torch.cuda.current_stream(dev)  # makes the device's primary context current
-        rt = _native.Runtime(cache_dir=cache_dir, device=dev)
-        return rt, rt.open(**kw)
+    lib = open_library(dev, **kw)
+    return _runtimes[dev], lib
 
 
 def library(dev: int = CPU):
@@ -93,14 +140,17 @@ def runtime(dev: int = CPU):
     return _libraries[dev][0]
 
 
-def kernel(name: str, generics: tuple, t: torch.Tensor):
+def kernel(name: str, generics: tuple, t: torch.Tensor, lib=None):
     """The specialisation of ``name`` for ``generics`` (a tuple of "NAME=VALUE" strings) on the
-    device of tensor ``t``; compiled, or loaded from a cache, on first use."""
+    device of tensor ``t``; compiled, or loaded from a cache, on first use. ``lib``: a library
+    of tilec.load (tilec.Library) instead of the shipped one."""
+    if faking():
+        return _NO_LAUNCH
     dev = t.get_device()
-    key = (dev, name, generics)
+    key = (dev, name, generics) if lib is None else (dev, name, generics, lib)
     k = _kernels.get(key)
     if k is None:
-        k = _kernels[key] = library(dev).kernel(name, generics)
+        k = _kernels[key] = (library(dev) if lib is None else lib._native(dev)).kernel(name, generics)
     return k
 
 
@@ -110,7 +160,7 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 def stream(t: torch.Tensor) -> int:
     """The current torch stream of tensor ``t``'s device, as an integer handle (0 on the CPU)."""
     dev = t.get_device()
-    if dev == CPU:
+    if dev == CPU or faking():
         return 0
     if _raw_stream is not None:
         return _raw_stream(dev)

@@ -4,7 +4,8 @@
  * rather than fault. The compiler puts an inline check before each access through a tensor
  * parameter, against that tensor's range (tl_emu_global_ranges, read once per thread);
  * only a miss calls tl_emu_global_access, which reports it and stops the launch (an access whose
- * tensor the compiler cannot tell only has to fall in some tensor). Accesses through views of
+ * tensor the compiler cannot tell only has to fall in some tensor). The tensors of a tensor list
+ * have a range each, which the check of an access through one picks by the element's index. Accesses through views of
  * addresses the kernel computed (view<T>(addr, ...)) are not checked: their extent is the
  * kernel's to know. */
 #include "emu_internal.h"
@@ -14,7 +15,7 @@
 tl_emu_range tl_emu_tensor_range(const void *data, int elem_bits, int rank, const int64_t *shape,
                                  const int64_t *strides, const char *name)
 {
-    tl_emu_range r = {data, 0, name};
+    tl_emu_range r = {data, 0, name, 0, 0};
     if (!data)
         return r;
     /* the lowest and highest element, in elements from data */
@@ -56,7 +57,7 @@ static const tl_emu_range *range_of(const EmuLaunch *L, uint32_t tensor)
 void emu_global_setup(EmuLaunch *L)
 {
     const tl_emu_launch_config *c = &L->cfg;
-    for (int j = 0; j < TL_EMU_MAX_TENSORS; j++) {
+    for (int j = 0; j < TL_EMU_MAX_RANGES; j++) {
         const tl_emu_range *r = c->ranges && j < c->nranges ? &c->ranges[j] : NULL;
         L->granges[2 * j] = r ? (uint64_t)(uintptr_t)r->base : 0;
         L->granges[2 * j + 1] = !c->ranges ? UINT64_MAX : r && r->base ? r->bytes : 0;
@@ -65,7 +66,7 @@ void emu_global_setup(EmuLaunch *L)
 
 const uint64_t *tl_emu_global_ranges(void)
 {
-    static const uint64_t none[2 * TL_EMU_MAX_TENSORS]; /* outside a launch: every access calls out */
+    static const uint64_t none[2 * TL_EMU_MAX_RANGES]; /* outside a launch: every access calls out */
     EmuWorker *w = emu_tls;
     return w ? w->L->granges : none;
 }
@@ -79,11 +80,22 @@ static bool inside(const tl_emu_range *r, uintptr_t a, uint64_t size)
 /* "offset 128 of 'out', 4 bytes past the end of its 128 bytes" */
 static void describe(char *buf, size_t n, const tl_emu_range *r, int index, uintptr_t a, uint64_t size)
 {
-    char name[80];
-    if (r->name)
+    char name[96];
+    if (r->element < 0) {
+        snprintf(buf, n, "through '%s' at an index outside the list (%d tensor%s)", r->name ? r->name : "?", r->length,
+                 r->length == 1 ? "" : "s");
+        return;
+    }
+    if (r->element)
+        snprintf(name, sizeof name, "'%s[%d]'", r->name ? r->name : "?", r->element - 1);
+    else if (r->name)
         snprintf(name, sizeof name, "'%s'", r->name);
     else
         snprintf(name, sizeof name, "tensor parameter %d", index);
+    if (!r->base && r->element && r->element > r->length) {
+        snprintf(buf, n, "through %s, past the end of the list (%d tensor%s)", name, r->length, r->length == 1 ? "" : "s");
+        return;
+    }
     if (!r->base) {
         snprintf(buf, n, "through %s, a null pointer (the tensor is absent or empty)", name);
         return;

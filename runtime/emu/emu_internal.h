@@ -94,7 +94,7 @@ typedef struct EmuFiber {
 } EmuFiber;
 
 /* warp operations */
-enum { WOP_NONE, WOP_SYNC, WOP_SHFL, WOP_VOTE, WOP_MATCH };
+enum { WOP_NONE, WOP_SYNC, WOP_SHFL, WOP_VOTE, WOP_MATCH, WOP_MMA, WOP_LDMATRIX };
 
 typedef struct EmuWarp {
     uint32_t pending;     /* lanes waiting at a warp operation */
@@ -102,7 +102,7 @@ typedef struct EmuWarp {
     uint32_t sync_gen;    /* completed warp syncs, for the racecheck's ordering */
     uint8_t op[32], mode[32];
     uint32_t mask[32], b[32], c[32];
-    uint64_t val[32];
+    uint64_t val[32];     /* mma / ldmatrix: the address of the lane's operands */
 } EmuWarp;
 
 /* racecheck shadow of one byte of shared memory */
@@ -167,7 +167,7 @@ struct EmuLaunch {
     uint32_t seen[256];    /* reported (site, other site) pairs */
     int nseen;
     uint64_t grid_alive, grid_arrived;
-    uint64_t granges[2 * TL_EMU_MAX_TENSORS]; /* tl_emu_global_ranges */
+    uint64_t *granges;   /* tl_emu_global_ranges: 2 * TL_EMU_MAX_RANGES */
 };
 
 /* ---- a worker's switches between its scheduler and its fibers (emu_fiber.c) ---- */

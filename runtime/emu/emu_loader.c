@@ -96,7 +96,7 @@ static const AbiSym abi_syms[] = {
     FN(tl_emu_sreg), FN(tl_emu_smem), FN(tl_emu_barrier), FN(tl_emu_warp_sync), FN(tl_emu_shfl), FN(tl_emu_vote),
     FN(tl_emu_match_any), FN(tl_emu_grid_sync), FN(tl_emu_trap), FN(tl_emu_assertfail), FN(tl_emu_vprintf),
     FN(tl_emu_shared_access), FN(tl_emu_cp_async), FN(tl_emu_global_ranges), FN(tl_emu_global_access),
-    FN(tl_emu_cvt), FN(tl_emu_cvt_x2), FN(tl_emu_fma_rm),
+    FN(tl_emu_mma), FN(tl_emu_ldmatrix), FN(tl_emu_cvt), FN(tl_emu_cvt_x2), FN(tl_emu_fma_rm),
     FN(tl_emu_sat), FN(tl_emu_prmt), FN(tl_emu_ex2), FN(tl_emu_rsqrt), FN(tl_emu_fminf), FN(tl_emu_fmaxf), FN(tl_emu_fmin),
     FN(tl_emu_fmax), FN(tl_emu_atomic_add_f32), FN(tl_emu_atomic_add_f32_shared),
     /* what LLVM may call for intrinsics the CPU lacks */

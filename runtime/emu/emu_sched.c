@@ -510,6 +510,11 @@ tl_emu_status tl_emu_launch(const tl_emu_kernel *k, void **params, const tl_emu_
     L.stack_size = (size_t)st;
     L.output = o.output;
     L.output_ctx = o.output_ctx;
+    L.granges = malloc(sizeof(uint64_t) * 2 * TL_EMU_MAX_RANGES);
+    if (!L.granges) {
+        set_err(err, errcap, "tl_emu_launch: out of memory");
+        return TL_EMU_ERROR_SYSTEM;
+    }
     emu_global_setup(&L);
     atomic_init(&L.next_block, 0);
     atomic_init(&L.stop, 0);
@@ -518,6 +523,7 @@ tl_emu_status tl_emu_launch(const tl_emu_kernel *k, void **params, const tl_emu_
     EmuWorker *ws = calloc((size_t)L.workers, sizeof(EmuWorker));
     if (!ws) {
         pthread_mutex_destroy(&L.lock);
+        free(L.granges);
         set_err(err, errcap, "tl_emu_launch: out of memory");
         return TL_EMU_ERROR_SYSTEM;
     }
@@ -554,6 +560,7 @@ tl_emu_status tl_emu_launch(const tl_emu_kernel *k, void **params, const tl_emu_
     }
     free(L.msg);
     free(L.races);
+    free(L.granges);
     pthread_mutex_destroy(&L.lock);
     return s;
 }

@@ -246,7 +246,7 @@ static void k_touch(void **p)
     const char *a = *(const char **)p[0];
     uint32_t t = *(uint32_t *)p[1];
     const uint64_t *r = tl_emu_global_ranges();
-    uint64_t base = t < TL_EMU_MAX_TENSORS ? r[2 * t] : 0, size = t < TL_EMU_MAX_TENSORS ? r[2 * t + 1] : 0;
+    uint64_t base = t < TL_EMU_MAX_RANGES ? r[2 * t] : 0, size = t < TL_EMU_MAX_RANGES ? r[2 * t + 1] : 0;
     if ((uint64_t)(uintptr_t)a - base > size - 8 || size < 8)
         tl_emu_global_access(a, 8, TL_EMU_WRITE, 3, t);
 }
@@ -266,7 +266,7 @@ static tl_emu_status touch(const tl_emu_range *ranges, int n, const char *a, uin
 static void test_global_access(void)
 {
     static char mem[1024];
-    tl_emu_range r[3] = {{mem, 64, "a"}, {NULL, 0, "opt"}, {mem + 512, 256, NULL}};
+    tl_emu_range r[3] = {{mem, 64, "a", 0, 0}, {NULL, 0, "opt", 0, 0}, {mem + 512, 256, NULL, 0, 0}};
     char err[512];
     EH_CHECK(touch(r, 3, mem + 56, 0, err, sizeof err) == TL_EMU_OK, "the last 8 bytes of a: %s", err);
     tl_emu_status st = touch(r, 3, mem + 60, 0, err, sizeof err);

@@ -2,7 +2,8 @@
  * codegen emits (LLVM instructions, NVVM fp8 intrinsics, inline-PTX cvt with rounding modes)
  * against the numerics library and directed-rounding references written here; CUDA's accurate
  * expf, sigmoid, rsqrt.approx, sqrt and division; the GPU's canonical NaN; integer division
- * corner cases that trap on x86; atomics from several OS threads. */
+ * corner cases that trap on x86; atomics from several OS threads; log1p (CUDA's log1pf),
+ * copysign and isfinite on a million inputs against the numerics library and the bit rules. */
 #include "emu_harness.h"
 #include "numerics.h"
 #include "ref.h"
@@ -51,6 +52,16 @@ static const char *src =
     "        e[t, 4] = v / 3.0;\n"
     "        e[t, 5] = f32(bf16(v)) + f32(f16(v));\n"
     "        e[t, 6] = max(v, 0.0) + min(v, -0.0);\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "kernel fns(x: f32[N], y: f32[N], o: u32[N, 2], fin: u8[N]) grid(cdiv(N, 64)) threads(64)\n"
+    "{\n"
+    "    let t = block.x * 64 + thread.x;\n"
+    "    if t < N {\n"
+    "        o[t, 0] = bitcast<u32>(log1p(x[t]));\n"
+    "        o[t, 1] = bitcast<u32>(copysign(x[t], y[t]));\n"
+    "        fin[t] = select(isfinite(x[t]), u8(1), u8(0));\n"
     "    }\n"
     "}\n"
     "\n"
@@ -210,6 +221,58 @@ static void test_conversions(void)
         for (int j = 0; j < 7; j++)
             EXPECT(fb(oe[i * 7 + j]) == canon(want_e[j]), "math %d of %a (0x%08x): 0x%08x, want 0x%08x", j, x[i], u,
                    fb(oe[i * 7 + j]), canon(want_e[j]));
+    }
+    eh_free(&k);
+}
+
+/* log1p against tl_num_log1pf (which test_libdevice checks against libdevice's __nv_log1pf),
+ * copysign and isfinite against their bit rules (docs/language.md §12): the special values, dense
+ * runs around -1, 0 and the powers of two where the round-toward-zero sum changes exponent, and
+ * random patterns */
+static void test_log1p_copysign_isfinite(void)
+{
+    EhKernel k;
+    if (!eh_compile("numerics.tl", src, "fns", NULL, 0, &k)) {
+        eh_failures++;
+        return;
+    }
+    enum { M = 1 << 20 };
+    static float x[M], y[M];
+    static uint32_t o[M * 2];
+    static uint8_t fin[M];
+    uint64_t seed = 777;
+    int n = 0;
+    static const uint32_t special[] = {0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7FC12345,
+                                       0xFFA00001, 0x00000001, 0x80000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF,
+                                       0xBF800000, 0xBF7FFFFF, 0xBF800001, 0x3F800000, 0x33800000, 0xB3800000};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        x[n++] = bf(special[i]);
+    for (uint32_t u = 0xBF7F0000u; u <= 0xBF800100u; u++) /* just above and below -1 */
+        x[n++] = bf(u);
+    for (uint32_t e = 100; e < 160; e++) /* every power of two near 1, both signs, +-64 ulp */
+        for (int d = -64; d <= 64; d++) {
+            x[n++] = bf((e << 23) + (uint32_t)d);
+            x[n++] = bf(0x80000000u | ((e << 23) + (uint32_t)d));
+        }
+    while (n < M)
+        x[n++] = bf((uint32_t)eh_rand(&seed));
+    for (int i = 0; i < M; i++)
+        y[i] = bf((uint32_t)eh_rand(&seed));
+    int64_t n1[1] = {M}, n2[2] = {M, 2};
+    EhArg a[4] = {eh_tensor(x, 1, n1, NULL), eh_tensor(y, 1, n1, NULL), eh_tensor(o, 2, n2, NULL),
+                  eh_tensor(fin, 1, n1, NULL)};
+    char err[2048];
+    tl_emu_options opts = {.workers = 2, .racecheck = 0};
+    tl_emu_status st = eh_run(&k, a, 4, &opts, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK, "fns: %s", err);
+    int bad = 0;
+    for (int i = 0; i < M && st == TL_EMU_OK; i++) {
+        uint32_t u = fb(x[i]), v = fb(y[i]);
+        uint32_t want_l = tl_num_log1pf(u), want_c = (u & 0x7FFFFFFFu) | (v & 0x80000000u);
+        uint8_t want_f = (u & 0x7FFFFFFFu) < 0x7F800000u;
+        EXPECT(o[2 * i] == want_l, "log1p(0x%08x): 0x%08x, want 0x%08x", u, o[2 * i], want_l);
+        EXPECT(o[2 * i + 1] == want_c, "copysign(0x%08x, 0x%08x): 0x%08x, want 0x%08x", u, v, o[2 * i + 1], want_c);
+        EXPECT(fin[i] == want_f, "isfinite(0x%08x): %d", u, fin[i]);
     }
     eh_free(&k);
 }
@@ -475,6 +538,7 @@ static void test_fp4_decode(int sm)
 int main(void)
 {
     test_conversions();
+    test_log1p_copysign_isfinite();
     test_integers();
     test_atomics();
     test_fp4(90);

@@ -370,7 +370,7 @@ def cases(rng, specials):
                     T("i32", [L, Tn, NC], out=True)]
             gen = ["MN=%d" % MN, "B=%d" % B]
             out.append((kind, "engram_hash<%s>" % ",".join(gen), "kernels", "engram_hash", gen, args))
-    # mhc_sinkhorn: the declared specialisation and other round counts
+    # mhc_sinkhorn (the design notes' frag form): the declared specialisation and other round counts
     for rep in ([10, 1, 3] if not specials else [10]):
         N = 70
         x = T("f32", [N, 4, 4], float_data(rng, N * 16, "f32", specials, 3.0))
@@ -378,7 +378,63 @@ def cases(rng, specials):
         gen = ["H=4", "BLOCK=32", "REPEAT=%d" % rep]
         out.append((kind, "mhc_sinkhorn<%s>" % ",".join(gen), "kernels", "mhc_sinkhorn", gen,
                     [x, o, S("f32", 1e-6)]))
+    # mhc_sinkhorn_fwd / _bwd (sinkhorn_normalize's: one thread per matrix, the repeat count a
+    # launch argument) at several round counts
+    for rep in ([10, 1, 3] if not specials else [10]):
+        N = 170
+        x = T("f32", [N, 4, 4], float_data(rng, N * 16, "f32", specials, 3.0))
+        gen = ["N=4"]
+        out.append((kind, "mhc_sinkhorn_fwd<N=4> repeat=%d" % rep, "kernels", "mhc_sinkhorn_fwd", gen,
+                    [x, T("f32", [N, 4, 4], out=True), S("i32", rep), S("f32", 1e-6)]))
+        if not specials:
+            g = T("f32", [N, 4, 4], float_data(rng, N * 16, "f32", False, 1.0))
+            out.append((kind, "mhc_sinkhorn_bwd<N=4> repeat=%d" % rep, "kernels", "mhc_sinkhorn_bwd", gen,
+                        [x, g, T("f32", [N, 4, 4], out=True), S("i32", rep), S("f32", 1e-6)]))
+    # the other mHC kernels at m = 4, 37 tokens (not a multiple of 32) and H = 300 (ragged chunks)
+    Tn, H, M = 37, 300, 4
+    bf = lambda *shape: T("bf16", list(shape), float_data(rng, _prod(shape), "bf16", specials))  # noqa: E731
+    fl = lambda *shape: T("f32", list(shape), float_data(rng, _prod(shape), "f32", specials))  # noqa: E731
+    g4 = ["M=4"]
+    out.append((kind, "mhc_expand_fwd<M=4>", "kernels", "mhc_expand_fwd", g4 + ["BH=128"],
+                [bf(Tn, H), T("bf16", [Tn, M, H], out=True)]))
+    out.append((kind, "mhc_expand_bwd<M=4>", "kernels", "mhc_expand_bwd", g4 + ["BH=128"],
+                [bf(Tn, M, H), T("bf16", [Tn, H], out=True)]))
+    out.append((kind, "mhc_apply_mix_fwd<M=4>", "kernels", "mhc_apply_mix_fwd", g4 + ["BH=512"],
+                [bf(Tn, M, H), fl(Tn, M), T("bf16", [Tn, H], out=True)]))
+    for ns in (1, 2):   # the hidden columns of a token in one block and split over two
+        out.append((kind, "mhc_apply_mix_bwd<M=4> splits=%d" % ns, "kernels", "mhc_apply_mix_bwd",
+                    g4 + ["BH=256", "S=2"],
+                    [bf(Tn, M, H), fl(Tn, M), bf(Tn, H), bf(Tn, M, H), T("f32", [Tn, ns, M], out=True)]))
+    out.append((kind, "mhc_post_fwd<M=4>", "kernels", "mhc_post_fwd", g4 + ["BH=512"],
+                [bf(Tn, H), bf(Tn, M, H), fl(Tn, M), fl(Tn, M, M), T("bf16", [Tn, M, H], out=True)]))
+    for ns in (1, 2):
+        out.append((kind, "mhc_post_bwd<M=4> splits=%d" % ns, "kernels", "mhc_post_bwd", g4 + ["BH=256", "S=2"],
+                    [bf(Tn, H), bf(Tn, M, H), fl(Tn, M), fl(Tn, M, M), bf(Tn, M, H), T("bf16", [Tn, H], out=True),
+                     T("bf16", [Tn, M, H], out=True), T("f32", [Tn, ns, M], out=True),
+                     T("f32", [Tn, ns, M, M], out=True)]))
+    out.append((kind, "mhc_split_mixes_fwd<M=4>", "kernels", "mhc_split_mixes_fwd", g4,
+                [fl(Tn, 24), fl(3), fl(24), T("f32", [Tn, M], out=True), T("f32", [Tn, M], out=True),
+                 T("f32", [Tn, M * M], out=True), S("f32", 2.0), S("f32", 1e-2)]))
+    out.append((kind, "mhc_head_mix_fwd<M=4>", "kernels", "mhc_head_mix_fwd", g4,
+                [fl(Tn, M), fl(1), fl(M), T("f32", [Tn, M], out=True), S("f32", 1e-2)]))
+    G = 3
+    out.append((kind, "mhc_mixes_bwd<M=4,HEAD=false>", "kernels", "mhc_mixes_bwd",
+                g4 + ["HEAD=false", "W=4", "post=present", "gpost=present", "gcomb=present"],
+                [fl(Tn, 24), fl(Tn, M), fl(Tn, M), fl(Tn, M), fl(Tn, M * M), fl(3), fl(24), T("f32", [Tn, 24], out=True),
+                 T("f32", [G, 3], out=True), T("f32", [G, 24], out=True), S("f32", 2.0)]))
+    out.append((kind, "mhc_mixes_bwd<M=4,HEAD=true>", "kernels", "mhc_mixes_bwd",
+                g4 + ["HEAD=true", "W=4", "post=absent", "gpost=absent", "gcomb=absent"],
+                [fl(Tn, M), fl(Tn, M), T("f32", [Tn, M], absent=True), T("f32", [Tn, M], absent=True),
+                 T("f32", [Tn, M * M], absent=True), fl(1), fl(M), T("f32", [Tn, M], out=True),
+                 T("f32", [G, 1], out=True), T("f32", [G, M], out=True), S("f32", 1.0)]))
     return out
+
+
+def _prod(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def probe_cases(rng):

@@ -4,7 +4,8 @@ and sigmoid(x) against 1 / (1 + exp(-x)), where the plain division is PTX div.rn
 One launch of 2^24 threads, about a second on an H200. Also the per-channel SwiGLU cast's SiLU
 table (silu_lut_slot and the table in shared memory) against silu() on every bf16 value, and the
 scale computation's division by 448 / 6 / 65024 (div_by_format_max) against the IEEE division on every f32
-in the ranges the scales use."""
+in the ranges the scales use. And log1p, copysign and isfinite on every f32 input against
+torch's on the GPU (CUDA's log1pf from libdevice, copysignf, isfinite), bit for bit."""
 import os
 
 import torch
@@ -52,3 +53,37 @@ def test_div_by_format_max_every_f32():
     first = [int(v) & 0xFFFFFFFF for v in lo.cpu()]
     assert bad.tolist() == [0, 0, 0], "inputs that differ: /448 %d (first 0x%08x), /6 %d (first 0x%08x), " \
         "/65024 %d (first 0x%08x)" % (bad[0].item(), first[0], bad[1].item(), first[1], bad[2].item(), first[2])
+
+
+def test_log1p_copysign_isfinite_every_f32():
+    """tilec's log1p (libdevice's log1pf written out step by step), copysign and isfinite against
+    torch's, which call CUDA's, on all 2^32 inputs in 16 chunks; NaN results compared by their bits
+    too."""
+    lib = _native.Runtime(cache_dir=os.environ.get("TILEC_CACHE_DIR")).open(
+        source=os.path.join(HERE, "math_exhaustive.tl"))
+    n = 1 << 28
+    k = lib.kernel("log1p_sign_finite_chunk", ())
+    idx = torch.arange(n, dtype=torch.int64, device="cuda")
+    sign = (idx * 2654435761 & 0xFFFFFFFF).to(torch.int64)
+    sign = torch.where(sign >= 1 << 31, sign - (1 << 32), sign).to(torch.int32).view(torch.float32)
+    y = torch.empty(n, dtype=torch.int32, device="cuda")
+    c = torch.empty(n, dtype=torch.int32, device="cuda")
+    f = torch.empty(n, dtype=torch.uint8, device="cuda")
+    bad = {"log1p": 0, "copysign": 0, "isfinite": 0}
+    first = {}
+    for chunk in range(16):
+        base = chunk << 28
+        bits = idx + base
+        x = torch.where(bits >= 1 << 31, bits - (1 << 32), bits).to(torch.int32).view(torch.float32)
+        k.launch(base, y.view(torch.uint32), c.view(torch.uint32), f, stream=_runtime.stream(y))
+        want = {"log1p": torch.log1p(x).view(torch.int32), "copysign": torch.copysign(x, sign).view(torch.int32),
+                "isfinite": torch.isfinite(x).to(torch.uint8)}
+        for name, got in (("log1p", y), ("copysign", c), ("isfinite", f)):
+            diff = got != want[name]
+            nd = int(diff.sum())
+            if nd and name not in first:
+                i = int(diff.nonzero()[0])
+                first[name] = (base + i, int(got[i]) & 0xFFFFFFFF, int(want[name][i]) & 0xFFFFFFFF)
+            bad[name] += nd
+    assert bad == {"log1p": 0, "copysign": 0, "isfinite": 0}, "inputs that differ: %s (first: input, tilec, torch: %s)" % (
+        bad, {k2: tuple("0x%08x" % v for v in t) for k2, t in first.items()})

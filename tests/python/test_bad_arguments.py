@@ -1,4 +1,5 @@
-"""Every public function of tilec.quant, tilec.moe, tilec.transpose and tilec.engram called with one argument of
+"""Every public function of tilec.quant, tilec.moe, tilec.transpose, tilec.engram and the mHC ops
+(tilec.modeling.mhc, its ops, round_to_tf32) called with one argument of
 the wrong kind at a time — a float or a bool for an integer, a string or None for a flag, a list
 or a complex tensor for a tensor, a wrong pair for a block size — raises ValueError or TypeError
 whose message names the function and the argument, before anything is launched (the runtime
@@ -16,6 +17,9 @@ sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(os.path.dir
 
 import tilec  # noqa: E402
 from tilec import _runtime, engram as EG, moe, quant as Q, transpose as TR  # noqa: E402
+from tilec.mhc import norm_fn_kernel as NFK  # noqa: E402
+from tilec.modeling import mhc as MHC  # noqa: E402
+from tilec.modeling.mhc import ops as MO  # noqa: E402
 
 
 def bf(*shape):
@@ -98,6 +102,20 @@ def _valid_calls():
         (EG.engram_gate_bwd, dict(grad_out=bf(4, 4, 256), hidden_states=bf(4, 4, 256), k=bf(4, 4, 256), v=bf(4, 256),
                                   weight_fused=f32(4, 256), dot=f32(4, 4), gate_score=torch.rand(4, 4),
                                   rstd_x=torch.rand(4, 4), rstd_k=torch.rand(4, 4), clamp_value=1e-6)),
+        (MO.expand_to_mhc, dict(hidden=bf(2, 3, 256), mhc_mult=4, out=bf(2, 3, 4, 256))),
+        (MHC.expand_from_embedding, dict(x=bf(2, 3, 256), mhc_mult=4)),
+        (MO.sinkhorn_normalize, dict(x=f32(2, 3, 4, 4), repeat=10, eps=1e-6)),
+        (MO.mhc_pre_split_mixes, dict(input_mixes=f32(2, 3, 24), mhc_scale=f32(3), mhc_base=f32(24), mhc_mult=4,
+                                      mhc_post_mult_value=2.0, mhc_pre_eps=1e-2)),
+        (MO.mhc_head_compute_mix, dict(input_mix=f32(2, 3, 4), mhc_scale=f32(1), mhc_base=f32(4), mhc_pre_eps=1e-2)),
+        (MO.mhc_pre_apply_mix, dict(x=bf(2, 3, 4, 256), mix=torch.rand(2, 3, 4, 1), out=bf(2, 3, 256))),
+        (MO.mhc_post, dict(x=bf(2, 3, 256), residual=bf(2, 3, 4, 256), post_layer_mix=f32(2, 3, 4, 1),
+                           comb_res_mix=f32(2, 3, 4, 4), out=bf(2, 3, 4, 256))),
+        (MO.mhc_post_fwd, dict(x=bf(2, 3, 256), residual=bf(2, 3, 4, 256), post_layer_mix=f32(2, 3, 4, 1),
+                               comb_res_mix=f32(2, 3, 4, 4), out=bf(2, 3, 4, 256))),
+        (MO.mhc_post_bwd, dict(x=bf(2, 3, 256), residual=bf(2, 3, 4, 256), post_layer_mix=f32(2, 3, 4, 1),
+                               comb_res_mix=f32(2, 3, 4, 4), d_o=bf(2, 3, 4, 256), fuse_grad_acc=False)),
+        (NFK.round_to_tf32, dict(x=f32(4, 8))),
     ]
 
 
@@ -106,7 +124,7 @@ VALID = _valid_calls()
 
 def test_every_public_function_is_covered():
     covered = {f.__name__ for f, _ in VALID}
-    public = {n for mod in (Q, moe, TR, EG) for n in getattr(mod, "__all__", dir(mod))
+    public = {n for mod in (Q, moe, TR, EG, MHC, MO) for n in getattr(mod, "__all__", dir(mod))
               if inspect.isfunction(getattr(mod, n, None)) and not n.startswith("_")}
     assert public <= covered, sorted(public - covered)
 

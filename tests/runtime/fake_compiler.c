@@ -187,7 +187,8 @@ static const char *fc_ptx_type(const char *dtype)
     return "b8";
 }
 
-/* The ABI as compiler.h states it: tensor -> u64 pointer, RANK s32 extents, RANK s64 strides. */
+/* The ABI as compiler.h states it: tensor -> u64 pointer, RANK s32 extents, RANK s64 strides;
+ * list -> its pointers (.param .align 8 .b8 NAME[8 * MAX]), s32 length, extents, strides. */
 static char *fc_ptx_from_sig(const char *sig)
 {
     char entry[128] = "missing_entry";
@@ -197,8 +198,18 @@ static char *fc_ptx_from_sig(const char *sig)
     const char *line = sig;
     while (*line) {
         char name[64], dtype[16];
-        int idx, rank;
+        int idx, rank, align, max;
         if (sscanf(line, "entry %127s", entry) == 1) {
+        } else if (sscanf(line, "list %d %63s %15s %d %d %d", &idx, name, dtype, &rank, &align, &max) == 6 && idx >= 0 &&
+                   idx < 64) {
+            int n = snprintf(params[idx], sizeof params[idx], ".param .align 8 .b8 %s[%d], .param .s32 %s_len", name,
+                             8 * max, name);
+            for (int a = 0; a < rank && n < 200; a++)
+                n += snprintf(params[idx] + n, sizeof params[idx] - (size_t)n, ", .param .s32 %s_e%d", name, a);
+            for (int a = 0; a < rank && n < 200; a++)
+                n += snprintf(params[idx] + n, sizeof params[idx] - (size_t)n, ", .param .s64 %s_s%d", name, a);
+            if (idx + 1 > nparams)
+                nparams = idx + 1;
         } else if (sscanf(line, "tensor %d %63s %15s %d", &idx, name, dtype, &rank) == 4 && idx >= 0 && idx < 64) {
             int n = snprintf(params[idx], sizeof params[idx], ".param .u64 %s", name);
             for (int a = 0; a < rank && n < 200; a++)
@@ -305,7 +316,8 @@ static void fc_release(void *self, rt_compiled *out)
     free((char *)out->ptx);
 }
 
-static const rt_compiler fc_table = {NULL, fc_version, fc_open, fc_close, fc_program_hash, fc_compile, fc_release};
+static const rt_compiler fc_table = {NULL, fc_version, fc_open, fc_close, fc_program_hash, fc_compile, fc_release,
+                                     NULL, NULL};
 
 const rt_compiler *fake_compiler(void)
 {

@@ -32,7 +32,8 @@ enum { FAKE_MAX_PARAMS = 512, FAKE_MAX_FUNCS = 32, FAKE_MAX_RULES = 16 };
 typedef struct fake_function {
     char name[128];
     int nparams;
-    char types[FAKE_MAX_PARAMS][6]; /* "u64", "s32", "f32" ... */
+    char types[FAKE_MAX_PARAMS][6]; /* "u64", "s32", "f32" ..., "b8[]" for a byte array */
+    int bytes[FAKE_MAX_PARAMS];     /* of a byte array */
     int max_smem;                   /* opted-in dynamic shared memory */
     int nonportable;
 } fake_function;
@@ -392,6 +393,17 @@ static CUresult fake_parse_image(const char *text, fake_module *m)
         while (*p != ')') {
             if (strncmp(p, ".param .", 8) || f->nparams == FAKE_MAX_PARAMS)
                 return CUDA_ERROR_INVALID_IMAGE;
+            int align, bytes, used = 0;
+            char an[128];
+            if (sscanf(p, ".param .align %d .b8 %127[A-Za-z0-9_][%d]%n", &align, an, &bytes, &used) == 3 && used) {
+                /* an array parameter (a tensor list's pointers): .param .align A .b8 NAME[N] */
+                strcpy(f->types[f->nparams], "b8[]");
+                f->bytes[f->nparams++] = bytes;
+                p = fake_skip(p + used);
+                if (!*p)
+                    return CUDA_ERROR_INVALID_IMAGE;
+                continue;
+            }
             p += 8;
             size_t t = strcspn(p, " ");
             if (t == 0 || t >= sizeof f->types[0])
@@ -554,6 +566,20 @@ static void fake_log_params(char *buf, size_t cap, const fake_function *f, void 
         const char *t = f->types[i];
         const void *p = params[i];
         char v[48];
+        if (!strcmp(t, "b8[]")) { /* 8-byte words, trailing zeros shown as their count */
+            int words = f->bytes[i] / 8, used = words;
+            while (used > 0 && !memcmp((const char *)p + 8 * (used - 1), "\0\0\0\0\0\0\0\0", 8))
+                used--;
+            len += (size_t)snprintf(buf + len, cap - len, "%s[", i ? "," : "");
+            for (int w = 0; w < used && len + 32 < cap; w++) {
+                uint64_t x;
+                memcpy(&x, (const char *)p + 8 * w, 8);
+                len += (size_t)snprintf(buf + len, cap - len, "%s0x%llx", w ? " " : "", (unsigned long long)x);
+            }
+            if (len + 32 < cap)
+                len += (size_t)snprintf(buf + len, cap - len, "%s+%d zero]", used ? " " : "", words - used);
+            continue;
+        }
         if (!strcmp(t, "u64") || !strcmp(t, "b64")) {
             uint64_t x;
             memcpy(&x, p, 8);

@@ -177,7 +177,7 @@ int main(int argc, char **argv)
         EXPECT(tilec_rt_check(k, a, 15, NULL, &cfg) != TILEC_OK);
     }
 
-    /* Sinkhorn */
+    /* Sinkhorn of the design notes (frag tiles, 32 matrices a block) */
     const char *gs[] = {"H=4", "BLOCK=32", "REPEAT=10"};
     k = get(lib, "mhc_sinkhorn", gs, 3);
     if (k) {
@@ -186,6 +186,18 @@ int main(int argc, char **argv)
                              tilec_rt_arg_tensor((void *)0x20000000, TILEC_RT_F32, 3, xs, NULL),
                              tilec_rt_arg_float(TILEC_RT_F32, 1e-6)};
         EXPECT(tilec_rt_check(k, a, 3, NULL, &cfg) == TILEC_OK && cfg.grid[0] == (1000 + 31) / 32);
+    }
+    /* sinkhorn_normalize's: one thread per matrix, the repeat count checked at launch */
+    const char *gn[] = {"N=4"};
+    k = get(lib, "mhc_sinkhorn_fwd", gn, 1);
+    if (k) {
+        int64_t xs[3] = {1000, 4, 4};
+        tilec_rt_arg a[4] = {tilec_rt_arg_tensor((void *)0x10000, TILEC_RT_F32, 3, xs, NULL),
+                             tilec_rt_arg_tensor((void *)0x20000000, TILEC_RT_F32, 3, xs, NULL),
+                             tilec_rt_arg_int(TILEC_RT_I32, 10), tilec_rt_arg_float(TILEC_RT_F32, 1e-6)};
+        EXPECT(tilec_rt_check(k, a, 4, NULL, &cfg) == TILEC_OK && cfg.grid[0] == (1000 + 127) / 128);
+        a[2] = tilec_rt_arg_int(TILEC_RT_I32, 0);
+        EXPECT(tilec_rt_check(k, a, 4, NULL, &cfg) != TILEC_OK);
     }
     tilec_rt_library_close(lib);
     tilec_rt_destroy(rt);

@@ -76,7 +76,7 @@ static const struct {
     {"cluster 2 1 1\n", "cluster 2 1\n", "malformed signature, line 8: missing cluster dimension"},
     {"flags pdl\n", "flags pdl fast\n", "malformed signature, line 9: unknown flag 'fast'"},
     {"nparams 3\n", "nparams 2\n", "malformed signature: parameter 2 is beyond nparams 2"},
-    {"nparams 3\n", "nparams 4\n", "malformed signature: parameter 3 has no tensor or scalar line"},
+    {"nparams 3\n", "nparams 4\n", "malformed signature: parameter 3 has no tensor, list or scalar line"},
     {"nparams 3\n", "", "malformed signature: missing 'nparams' line"},
     {"tensor 0 x f32 2 16\n", "tensor 0 x f33 2 16\n", "malformed signature, line 11: unknown dtype 'f33'"},
     {"tensor 0 x f32 2 16\n", "tensor 0 x f32 9 16\n",
@@ -125,6 +125,99 @@ static const struct {
     {"smem 1024\n", "shmem 1024\n", "malformed signature, line 7: unknown item 'shmem'"},
     {"dim 0 0 (bind M)\n", "dim 0 0 (bind num_sms)\n", "malformed signature: 'num_sms' cannot be bound from a tensor"},
 };
+
+static char *replace(const char *text, const char *from, const char *to);
+
+/* a tensor list between a tensor and a scalar: layout, names (the length binds before the shapes),
+ * plan */
+static const char *const good_list =
+    "tilec-sig 1\n"
+    "kernel k\n"
+    "entry k\n"
+    "arch sm_90a\n"
+    "threads 64\n"
+    "nparams 4\n"
+    "tensor 0 r bf16 3 16\n"
+    "dim 0 0 (bind N)\n"
+    "dim 0 1 (bind M)\n"
+    "dim 0 2 (bind H)\n"
+    "list 1 xs f32 2 16 10 written\n"
+    "len 1 (bind L)\n"
+    "dim 1 0 N\n"
+    "dim 1 1 (bind C)\n"
+    "stride 1 0 (bind sx)\n"
+    "stride 1 1 1\n"
+    "list 2 ys bf16 1 16 3\n"
+    "len 2 (- L 1)\n"
+    "dim 2 0 H\n"
+    "scalar 3 eps f32\n"
+    "grid N\n"
+    "end\n";
+
+static void test_list(void)
+{
+    rt_sig *s = NULL;
+    CHECK_OK(rt_sig_parse(good_list, strlen(good_list), &s));
+    if (!s)
+        return;
+    const rt_param *xs = &s->params[1], *ys = &s->params[2];
+    CHECK(xs->kind == RT_P_LIST && xs->max == 10 && xs->rank == 2 && xs->flags == TILEC_RT_PARAM_WRITTEN &&
+          xs->has_strides && xs->len);
+    CHECK(ys->kind == RT_P_LIST && ys->max == 3 && !ys->has_strides);
+    /* r: 8 + 12, strides at 24: 48; xs at 48: 80 pointer bytes, length at 128, extents at 132,
+     * strides at 144: 160; ys at 160: 24 pointer bytes, length at 184, extent at 188, stride at 192:
+     * 200; eps at 200 */
+    CHECK(s->params[0].offset == 0 && xs->offset == 48 && ys->offset == 160 && s->params[3].offset == 200);
+    CHECK(s->param_bytes == 204);
+    CHECK(s->nptx == 7 + 6 + 4 + 1);
+    /* L, C, sx bind from xs (the length first); N, H and ys's length are checks */
+    CHECK(s->nbinds == 3 + 3 && s->nchecks == 1 + 1 + 1 + 1);
+    CHECK(s->binds[3].what == RT_W_LEN && s->binds[3].param == 1 && s->binds[4].what == RT_W_DIM &&
+          s->binds[5].what == RT_W_STRIDE);
+    rt_sig_free(s);
+    /* the most a kernel's parameters take, 32764 bytes: a list of 4090 tensors and a scalar */
+    const char *big = "tilec-sig 1\nkernel k\nentry k\narch sm_90a\nthreads 32\nnparams 2\nlist 0 xs u8 1 16 4090\n"
+                      "len 0 (bind L)\ndim 0 0 (bind N)\nscalar 1 c i32\ngrid 1\nend\n";
+    CHECK_OK(rt_sig_parse(big, strlen(big), &s));
+    CHECK(s && s->param_bytes == 32720 + 4 + 4 + 8 + 4);
+    rt_sig_free(s);
+    const char *over = "tilec-sig 1\nkernel k\nentry k\narch sm_90a\nthreads 32\nnparams 2\nlist 0 xs u8 1 16 4095\n"
+                       "len 0 (bind L)\ndim 0 0 (bind N)\nscalar 1 c i32\ngrid 1\nend\n";
+    CHECK_ERR(rt_sig_parse(over, strlen(over), &s), TILEC_ERROR_UNSUPPORTED,
+              "kernel parameters take 32780 bytes in 5 PTX parameters; the runtime supports 32764 bytes and 512 "
+              "parameters");
+}
+
+static const struct {
+    const char *from, *to, *message;
+} bad_list[] = {
+    {"list 1 xs f32 2 16 10 written\n", "list 1 xs f32 2 16 0 written\n",
+     "malformed signature, line 11: a list takes at least 1 tensor"},
+    {"list 1 xs f32 2 16 10 written\n", "list 1 xs f32 2 16 5000 written\n",
+     "malformed signature, line 11: list max must be an integer in 0..4096, got '5000'"},
+    {"list 1 xs f32 2 16 10 written\n", "list 1 xs f32 2 16 written\n",
+     "malformed signature, line 11: list max must be an integer in 0..4096, got 'written'"},
+    {"list 1 xs f32 2 16 10 written\n", "list 1 xs f32 2 16 10 optional\n",
+     "malformed signature, line 11: unknown list flag 'optional'"},
+    {"len 1 (bind L)\n", "", "malformed signature: list 'xs' has no len line"},
+    {"len 1 (bind L)\n", "len 1 (bind L)\nlen 1 3\n", "malformed signature, line 13: len given twice for this list"},
+    {"len 1 (bind L)\n", "len 1 any\n", "malformed signature: the length of list 'xs' cannot be 'any' or num_sms"},
+    {"dim 0 0 (bind N)\n", "dim 0 0 (bind N)\nlen 0 3\n", "malformed signature: 'r' has a len line but is not a list"},
+    {"dim 1 1 (bind C)\n", "", "malformed signature: list 'xs' has no dim line for axis 1"},
+    {"stride 1 1 1\n", "", "malformed signature: list 'xs' has stride lines, but none for axis 1"},
+    {"len 2 (- L 1)\n", "len 2 (- Q 1)\n", "malformed signature: name 'Q' is used but never bound"},
+};
+
+static void test_list_malformed(void)
+{
+    for (size_t i = 0; i < sizeof bad_list / sizeof bad_list[0]; i++) {
+        char *t = replace(good_list, bad_list[i].from, bad_list[i].to);
+        rt_sig *s = NULL;
+        CHECK_ERR(rt_sig_parse(t, strlen(t), &s), TILEC_ERROR_INVALID_ARGUMENT, bad_list[i].message);
+        CHECK(s == NULL);
+        free(t);
+    }
+}
 
 static char *replace(const char *text, const char *from, const char *to)
 {
@@ -330,7 +423,7 @@ static void mutate(char *t, size_t *len, size_t cap)
 
 static void test_fuzz(void)
 {
-    const char *seeds[] = {good,
+    const char *seeds[] = {good, good_list,
                            "tilec-sig 1\nkernel t\nentry t\nkey t<>\narch sm_100a\nthreads 256\nflags cooperative\n"
                            "nparams 3\ntensor 0 x e2m1 3 1 optional\ndim 0 0 (bind B)\ndim 0 1 (align B 8)\n"
                            "dim 0 2 any\ntensor 1 m u8 1 1 optional absent\ndim 1 0 (bind Z)\nscalar 2 s i64\n"
@@ -340,7 +433,7 @@ static void test_fuzz(void)
     char *t = malloc(CAP);
     int accepted = 0, rejected = 0;
     for (int iter = 0; iter < 20000; iter++) {
-        const char *seed = seeds[iter % 2];
+        const char *seed = seeds[iter % 3];
         size_t len = strlen(seed);
         memcpy(t, seed, len);
         mutate(t, &len, CAP);
@@ -350,6 +443,7 @@ static void test_fuzz(void)
             accepted++;
             /* a parsed signature must also survive validation with arbitrary arguments */
             tilec_rt_arg args[RT_MAX_PARAMS];
+            static tilec_rt_tensor pool[RT_MAX_PARAMS][4]; /* the tensors of list arguments */
             for (int i = 0; i < s->nparams; i++) {
                 int64_t shape[TILEC_RT_MAX_RANK], strides[TILEC_RT_MAX_RANK];
                 for (int a = 0; a < TILEC_RT_MAX_RANK; a++) {
@@ -362,7 +456,13 @@ static void test_fuzz(void)
                                                (int64_t)(next() % 7) - 3);
                 else if (p->flags & TILEC_RT_PARAM_ABSENT)
                     args[i] = tilec_rt_arg_absent();
-                else
+                else if (p->kind == RT_P_LIST) {
+                    int n = (int)(next() % 5);
+                    for (int e = 0; e < n; e++)
+                        pool[i][e] = tilec_rt_tensor_make((void *)(uintptr_t)(next() % 4 * 16), (tilec_rt_dtype)p->dtype,
+                                                          next() % 8 ? p->rank : p->rank + 1, shape, strides);
+                    args[i] = tilec_rt_arg_list(pool[i], n);
+                } else
                     args[i] = tilec_rt_arg_tensor((void *)(uintptr_t)(next() % 4 * 16), (tilec_rt_dtype)p->dtype,
                                                   next() % 8 ? p->rank : p->rank + 1, shape, strides);
             }
@@ -382,14 +482,15 @@ static void test_fuzz(void)
         }
     }
     printf("fuzz: %d accepted, %d rejected\n", accepted, rejected);
-    CHECK(accepted > 100 && rejected > 1000);
+    CHECK(accepted > 150 && rejected > 1500);
     free(t);
 }
 
 int main(int argc, char **argv)
 {
     static const rt_test_case cases[] = {
-        RT_TEST(test_good), RT_TEST(test_malformed), RT_TEST(test_eval), RT_TEST(test_render), RT_TEST(test_fuzz),
+        RT_TEST(test_good), RT_TEST(test_malformed), RT_TEST(test_list), RT_TEST(test_list_malformed),
+        RT_TEST(test_eval), RT_TEST(test_render),       RT_TEST(test_fuzz),
     };
     return rt_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
 }

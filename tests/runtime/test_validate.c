@@ -103,6 +103,48 @@ static const char *const program =
     "dim 0 0 (bind L)\n"
     "grid num_sms\n"
     "end\n"
+    "@kernel layers\n"
+    "@sig\n"
+    "tilec-sig 1\n"
+    "kernel layers\n"
+    "entry layers\n"
+    "key layers<>\n"
+    "arch $ARCH\n"
+    "threads 64\n"
+    "flags\n"
+    "nparams 4\n"
+    "tensor 0 r bf16 2 16\n"
+    "dim 0 0 (bind N)\n"
+    "dim 0 1 (bind H)\n"
+    "list 1 xs bf16 2 16 4\n"
+    "len 1 (bind L)\n"
+    "dim 1 0 N\n"
+    "dim 1 1 H\n"
+    "list 2 outs f32 2 16 3 written\n"
+    "len 2 (bind P)\n"
+    "dim 2 0 (* 2 N)\n"
+    "dim 2 1 (bind W)\n"
+    "stride 2 0 (bind so)\n"
+    "stride 2 1 1\n"
+    "scalar 3 eps f32\n"
+    "grid N\n"
+    "require (|| (== P L) (== P (- L 1))) \"P is L or L - 1\"\n"
+    "end\n"
+    "@kernel big\n"
+    "@sig\n"
+    "tilec-sig 1\n"
+    "kernel big\n"
+    "entry big\n"
+    "key big<>\n"
+    "arch $ARCH\n"
+    "threads 32\n"
+    "flags\n"
+    "nparams 1\n"
+    "list 0 xs u8 1 16 4000\n"
+    "len 0 (bind L)\n"
+    "dim 0 0 (bind N)\n"
+    "grid L\n"
+    "end\n"
     "@kernel wide\n"
     "@sig\n"
     "tilec-sig 1\n"
@@ -427,6 +469,245 @@ static void test_launch_attributes(void)
     teardown();
 }
 
+/* layers: r (N, H); xs up to 4 tensors (N, H); outs up to 3 tensors (2N, W) with row stride so */
+static tilec_rt_tensor xs_t[5], outs_t[4];
+static void layers_args(tilec_rt_arg a[4], int L, int P, int64_t N, int64_t H, int64_t W, int64_t so)
+{
+    int64_t rs[2] = {N, H}, os[2] = {2 * N, W}, ost[2] = {so, 1};
+    a[0] = tilec_rt_arg_tensor((void *)0x1000, TILEC_RT_BF16, 2, rs, NULL);
+    for (int i = 0; i < L; i++)
+        xs_t[i] = tilec_rt_tensor_make((void *)(uintptr_t)(0x10000 * (i + 1)), TILEC_RT_BF16, 2, rs, NULL);
+    for (int i = 0; i < P; i++)
+        outs_t[i] = tilec_rt_tensor_make((void *)(uintptr_t)(0x100000 * (i + 1)), TILEC_RT_F32, 2, os, ost);
+    a[1] = tilec_rt_arg_list(xs_t, L);
+    a[2] = tilec_rt_arg_list(outs_t, P);
+    a[3] = tilec_rt_arg_float(TILEC_RT_F32, 0.5);
+}
+
+/* a list's pointers are one parameter of 8 * max bytes (the tensors' first, zeros after), then
+ * its length, then the extents and strides the tensors share */
+static void test_list_packing(void)
+{
+    setup();
+    tilec_rt_kernel *k = test_kernel(lib, "layers", NULL, NULL);
+    tilec_rt_arg a[4];
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    CHECK_OK(launch(k, a, 4));
+    char *log = fake_log_text();
+    CHECK_CONTAINS(log, "cuLaunchKernel layers grid=5,1,1 block=64,1,1 smem=0 stream=0x1234 "
+                        "params=0x1000,5,64,64,1,[0x10000 0x20000 0x30000 +1 zero],3,5,64,64,1,"
+                        "[0x100000 0x200000 +1 zero],2,10,32,48,1,0.5\n");
+    free(log);
+    tilec_rt_launch_config cfg;
+    CHECK_OK(tilec_rt_check(k, a, 4, NULL, &cfg));
+    /* r 32; xs at 32: 32 + 4 + 8, strides at 80: 96; outs at 96: 24 + 4 + 8, strides at 136: 152; eps */
+    CHECK(cfg.param_bytes == 156);
+    /* P = L: fine too; an empty list of outputs binds P = 0 but not W and so */
+    layers_args(a, 1, 1, 5, 64, 32, 48);
+    CHECK_OK(launch(k, a, 4));
+    layers_args(a, 1, 0, 5, 64, 32, 48);
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH,
+              "argument 'outs': an empty list gives 'W' no value (its tensors' dimension 1); bind the name with an "
+              "earlier parameter");
+    tilec_rt_param_info pi;
+    CHECK_OK(tilec_rt_kernel_param(k, 1, &pi));
+    CHECK(!strcmp(pi.name, "xs") && pi.kind == TILEC_RT_PARAM_LIST && pi.dtype == TILEC_RT_BF16 && pi.rank == 2 &&
+          pi.align == 16 && pi.max_length == 4 && pi.flags == 0);
+    CHECK_OK(tilec_rt_kernel_param(k, 2, &pi));
+    CHECK(pi.kind == TILEC_RT_PARAM_LIST && pi.max_length == 3 && pi.flags == TILEC_RT_PARAM_WRITTEN);
+    CHECK_OK(tilec_rt_kernel_param(k, 0, &pi));
+    CHECK(pi.kind == TILEC_RT_PARAM_TENSOR && pi.max_length == 0);
+    teardown();
+}
+
+/* every tensor of a list is checked, and named by its index */
+static void test_list_validation(void)
+{
+    setup();
+    tilec_rt_kernel *k = test_kernel(lib, "layers", NULL, NULL);
+    tilec_rt_arg a[4];
+    layers_args(a, 5, 2, 5, 64, 32, 48);
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH,
+              "argument 'xs': 5 tensors, more than the 4 the kernel takes (its list's max)");
+    layers_args(a, 3, 4, 5, 64, 32, 48);
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH,
+              "argument 'outs': 4 tensors, more than the 3 the kernel takes (its list's max)");
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    a[1].u.list.count = -1;
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH, "argument 'xs': a list of -1 tensors");
+    a[1].u.list.count = 3;
+    a[1].u.list.tensors = NULL;
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH, "argument 'xs': 3 tensors at a NULL array");
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    a[1] = a[0];
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH, "argument 'xs': expected a list of tensors, got a tensor");
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    a[0] = a[1];
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH, "argument 'r': expected a tensor, got a list of tensors");
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    xs_t[2].dtype = TILEC_RT_F16;
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH, "argument 'xs[2]': expected dtype bf16, got f16");
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    xs_t[1].rank = 3;
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH, "argument 'xs[1]': expected rank 2, got 3");
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    xs_t[1].shape[1] = 32;
+    xs_t[1].strides[0] = 32;
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH,
+              "argument 'xs[1]': dimension 1 is 32 but H = 64 (bound by 'r' dimension 1)");
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    xs_t[2].strides[0] = 128;
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH,
+              "argument 'xs[2]': expected a contiguous tensor, but stride 0 is 128 (contiguous: 64)");
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    xs_t[0].data = (void *)0x10008;
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH,
+              "argument 'xs[0]': data pointer 0x10008 is not aligned to 16 bytes");
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    xs_t[2].data = NULL;
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH, "argument 'xs[2]': data pointer is NULL");
+    /* names bound by a list come from its first tensor; the others must agree */
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    outs_t[1].shape[1] = 16;
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH,
+              "argument 'outs[1]': dimension 1 is 16 but W = 32 (bound by 'outs[0]' dimension 1)");
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    outs_t[1].strides[0] = 64;
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH,
+              "argument 'outs[1]': stride 0 is 64 but 'outs[0]' has 48 (the tensors of a list share their strides)");
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    outs_t[0].shape[0] = 9;
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH, "argument 'outs[0]': dimension 0 is 9 but 2 * N = 10 (N = 5)");
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    outs_t[1].strides[1] = 2;
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH, "argument 'outs[1]': stride 1 is 2 but 1");
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    outs_t[1].strides[0] = 0;
+    outs_t[1].shape[0] = 10;
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH,
+              "argument 'outs[1]': stride 0 is 0 but 'outs[0]' has 48 (the tensors of a list share their strides)");
+    /* the length relation: a requirement over the bound lengths */
+    layers_args(a, 3, 1, 5, 64, 32, 48);
+    CHECK_ERR(launch(k, a, 4), TILEC_ERROR_LAUNCH,
+              "requirement failed: P == L || P == L - 1 (P = 1, L = 3): P is L or L - 1");
+    CHECK(fake_calls("cuLaunchKernel") == 0);
+    teardown();
+}
+
+/* a list of 4000 tensors: 32000 pointer bytes, past the 4 KiB of drivers before CUDA 12.1 */
+static void test_list_large(void)
+{
+    setup();
+    tilec_rt_kernel *k = test_kernel(lib, "big", NULL, NULL);
+    static tilec_rt_tensor ts[4001];
+    int64_t n[1] = {7};
+    for (int i = 0; i < 4001; i++)
+        ts[i] = tilec_rt_tensor_make((void *)(uintptr_t)(0x1000 * (i + 1)), TILEC_RT_U8, 1, n, NULL);
+    tilec_rt_arg a[1] = {tilec_rt_arg_list(ts, 4000)};
+    tilec_rt_launch_config cfg;
+    CHECK_OK(tilec_rt_check(k, a, 1, NULL, &cfg));
+    CHECK(cfg.param_bytes == 32000 + 4 + 4 + 8 && cfg.grid[0] == 4000);
+    fake_log_clear();
+    CHECK_OK(launch(k, a, 1));
+    char *log = fake_log_text();
+    CHECK_CONTAINS(log, "cuLaunchKernel big grid=4000,1,1 block=32,1,1 smem=0 stream=0x1234 params=[0x1000 0x2000 ");
+    free(log);
+    /* the buffer the driver gets, in full */
+    _Alignas(16) unsigned char buf[RT_MAX_PARAM_BYTES];
+    void *ptrs[RT_MAX_PTX_PARAMS];
+    CHECK_OK(rt_bind(k->sig, a, 1, 132, &cfg, buf, ptrs));
+    CHECK(ptrs[0] == buf && ptrs[1] == buf + 32000 && ptrs[2] == buf + 32004 && ptrs[3] == buf + 32008);
+    uint64_t first, last;
+    int32_t len, ext;
+    int64_t stride;
+    memcpy(&first, buf, 8);
+    memcpy(&last, buf + 8 * 3999, 8);
+    memcpy(&len, buf + 32000, 4);
+    memcpy(&ext, buf + 32004, 4);
+    memcpy(&stride, buf + 32008, 8);
+    CHECK(first == 0x1000 && last == 0xfa0000 && len == 4000 && ext == 7 && stride == 1);
+    a[0] = tilec_rt_arg_list(ts, 4001);
+    CHECK_ERR(launch(k, a, 1), TILEC_ERROR_LAUNCH,
+              "argument 'xs': 4001 tensors, more than the 4000 the kernel takes (its list's max)");
+    teardown();
+    /* a driver before CUDA 12.1 cannot take the parameters: refused when the kernel loads */
+    fake_set("TILEC_FAKE_DRIVER_VERSION", "12000");
+    setup();
+    tilec_rt_kernel *old = NULL;
+    CHECK_ERR(tilec_rt_get_kernel(lib, "big", NULL, 0, &old), TILEC_ERROR_UNSUPPORTED,
+              "entry 'big' takes 32016 bytes of parameters; more than 4096 needs a CUDA 12.1 or newer driver (this one "
+              "is 12.0)");
+    CHECK(tilec_rt_get_kernel(lib, "layers", NULL, 0, &old) == TILEC_OK);
+    teardown();
+}
+
+#if !defined(__SANITIZE_ADDRESS__)
+/* The launch path allocates nothing (so that a launch can be captured into a CUDA graph): the
+ * heap functions of this process count while a test asks them to. */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+static volatile int counting;
+static volatile long allocations;
+void *malloc(size_t n)
+{
+    allocations += counting;
+    return __libc_malloc(n);
+}
+void *calloc(size_t a, size_t b)
+{
+    allocations += counting;
+    return __libc_calloc(a, b);
+}
+void *realloc(void *p, size_t n)
+{
+    allocations += counting;
+    return __libc_realloc(p, n);
+}
+void *aligned_alloc(size_t a, size_t n)
+{
+    allocations += counting;
+    return __libc_memalign(a, n);
+}
+int posix_memalign(void **p, size_t a, size_t n)
+{
+    allocations += counting;
+    *p = __libc_memalign(a, n);
+    return *p ? 0 : 12;
+}
+#endif
+
+static void test_no_allocation(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    printf("the sanitizers own the heap functions: not counted\n");
+#else
+    setup();
+    counting = 1; /* the counter counts: loading a kernel allocates */
+    tilec_rt_kernel *k = test_kernel(lib, "layers", NULL, NULL);
+    counting = 0;
+    CHECK(allocations > 0);
+    allocations = 0;
+    tilec_rt_kernel *t = test_kernel(lib, "transpose", NULL, NULL);
+    tilec_rt_arg a[4], b[2];
+    layers_args(a, 3, 2, 5, 64, 32, 48);
+    transpose_args(b, 2, 128, 64, 80);
+    CHECK_OK(launch(k, a, 4)); /* the log file's buffer, and anything else done once */
+    counting = 1;
+    for (int i = 0; i < 100; i++) {
+        CHECK_OK(launch(k, a, 4));
+        CHECK_OK(launch(t, b, 2));
+    }
+    layers_args(a, 5, 2, 5, 64, 32, 48);
+    CHECK(launch(k, a, 4) == TILEC_ERROR_LAUNCH); /* an error message is built in place too */
+    counting = 0;
+    CHECK(allocations == 0);
+    printf("allocations during 201 launches: %ld\n", allocations);
+    teardown();
+#endif
+}
+
 static void test_introspection(void)
 {
     setup();
@@ -451,7 +732,8 @@ int main(int argc, char **argv)
     static const rt_test_case cases[] = {
         RT_TEST(test_packing),         RT_TEST(test_dtype_rank_kind_count), RT_TEST(test_shapes_and_strides),
         RT_TEST(test_requirements_and_grid), RT_TEST(test_deferred_and_optional), RT_TEST(test_scalars),
-        RT_TEST(test_launch_attributes), RT_TEST(test_introspection),
+        RT_TEST(test_launch_attributes), RT_TEST(test_introspection), RT_TEST(test_list_packing),
+        RT_TEST(test_list_validation), RT_TEST(test_list_large), RT_TEST(test_no_allocation),
     };
     return rt_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
 }

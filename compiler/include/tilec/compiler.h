@@ -57,6 +57,22 @@ const char *tilec_program_last_diagnostics(const tilec_program *p);
 uint64_t tilec_program_hash(const tilec_program *p);
 int tilec_program_num_kernels(const tilec_program *p);
 const char *tilec_program_kernel_name(const tilec_program *p, int i);
+/* The interface of kernel `kernel` as declared, before any specialisation, in the text format
+ * "tilec-iface 1" below: what a caller needs to choose generic values from its arguments (the
+ * Python package infers a `type` generic from the dtype of the first tensor declared with it).
+ * Owned by the program, valid until the next call on p or tilec_program_destroy. NULL if p has
+ * no kernel of that name.
+ *
+ *   tilec-iface 1
+ *   kernel NAME
+ *   generic NAME KIND [DEFAULT]     KIND: int, float, bool or type; DEFAULT as source text
+ *   tensor NAME ELEM RANK [optional] ELEM: a dtype name or the name of a `type` generic
+ *   scalar NAME ELEM
+ *   doc TEXT                        one line per line of the `///` comment
+ *   end
+ *
+ * in declaration order (generics first, then the parameters). */
+const char *tilec_program_kernel_interface(tilec_program *p, const char *kernel);
 
 /* Compilation target. */
 typedef struct tilec_target {
@@ -97,15 +113,22 @@ void tilec_artifact_destroy(tilec_artifact *a);
  *   tensor I NAME DTYPE RANK ALIGN [written] [optional] [absent]
  *                                   I: position; ALIGN: byte alignment the code assumes for
  *                                   the data pointer; written: the kernel stores to it
- *   dim I AXIS EXPR                 extent of axis AXIS of tensor I
- *   stride I AXIS EXPR              stride (in elements) of axis AXIS of tensor I
+ *   dim I AXIS EXPR                 extent of axis AXIS of tensor I (of every tensor of list I)
+ *   stride I AXIS EXPR              stride (in elements) of axis AXIS of tensor I (list I)
+ *   list I NAME DTYPE RANK ALIGN MAX [written]
+ *                                   a list of tensors, each with this dtype, rank, the dim and
+ *                                   stride lines of I, its data pointer aligned to ALIGN; at
+ *                                   most MAX of them (1..4096)
+ *   len I EXPR                      the number of tensors of list I
  *   scalar I NAME DTYPE
  *   grid EXPR [EXPR [EXPR]]
  *   require EXPR "MESSAGE"          checked before launch; MESSAGE escapes \" and \\
  *   end
  *
  * EXPR is a prefix S-expression:  INT | FLOAT | NAME | (OP ARG...) | (bind NAME) | any
- *   (bind NAME) binds a shape or stride name from the argument (the first use of a name);
+ *   (bind NAME) binds a shape, stride or length name from the argument (the first use of a
+ *   name; a list's shapes and strides bind from its first tensor, and its other tensors must
+ *   equal them);
  *   any accepts any value; every other EXPR is evaluated once all names are bound and must
  *   equal the argument's value. NAME is a shape/stride name, a scalar parameter, or num_sms.
  *   OPs: + - * / % (C semantics on int64), cdiv align floordiv floormod min max,
@@ -115,8 +138,12 @@ void tilec_artifact_destroy(tilec_artifact *a);
  *
  * Kernel parameter ABI, in signature order:
  *   tensor: u64 data pointer, then RANK int32 extents, then RANK int64 strides (in elements)
+ *   list:   MAX u64 data pointers (one PTX parameter, .param .align 8 .b8 [8 * MAX]: the
+ *           length's first, the rest 0), int32 length, then RANK int32 extents and RANK int64
+ *           strides, shared by the tensors (those of the first; zeros for an empty list)
  *   scalar: its value in its natural size (bool: 1 byte, f16/bf16: 2, e4m3/e5m2/ue8m0: 1)
- * each aligned to its size, as CUDA lays out kernel parameters.
+ * each aligned to its size, as CUDA lays out kernel parameters; at most 32764 bytes in all
+ * (CUDA 12.1 and newer: more than 4096 needs such a driver).
  * --------------------------------------------------------------------------------------- */
 
 #ifdef __cplusplus

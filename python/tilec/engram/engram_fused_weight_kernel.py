@@ -2,9 +2,11 @@
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op
 from .common import check_shape, check_tensor
 
 
+@kernel_op(returns="tensor")
 def fused_weight(weight_hidden: torch.Tensor, weight_embed: torch.Tensor) -> torch.Tensor:
     """f32 (hc, D) = f32(weight_hidden) * f32(weight_embed), exact (a product of two bf16 values
     fits an f32). Both bf16 (hc, D) contiguous; any D (TileKernels: a multiple of 256)."""

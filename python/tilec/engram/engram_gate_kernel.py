@@ -6,6 +6,7 @@ from typing import Optional, Tuple
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op
 from ..config import get_num_sms
 from ..utils import ceil_div
 from .common import (BWD_MAX_ELEMENTS, SMEM_PER_BLOCK, bwd_smem, check_bool, check_float, check_shape,
@@ -37,6 +38,7 @@ def _stages(fn, hc, D, chunk, nt, smem, kept):
     return stages, resident
 
 
+@kernel_op(returns=lambda f, a: (f[0], *f[1:]) if a["save_for_backward"] else (f[0], None, None, None, None))
 def engram_gate_fwd(hidden_states: torch.Tensor, k: torch.Tensor, v: torch.Tensor, weight_fused: torch.Tensor,
                     eps: float, clamp_value: float, save_for_backward: bool = True
                     ) -> Tuple[torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor], Optional[torch.Tensor],
@@ -77,6 +79,7 @@ def engram_gate_fwd(hidden_states: torch.Tensor, k: torch.Tensor, v: torch.Tenso
     return (output, *saved)
 
 
+@kernel_op()
 def engram_gate_bwd(grad_out: torch.Tensor, hidden_states: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                     weight_fused: torch.Tensor, dot: torch.Tensor, gate_score: torch.Tensor, rstd_x: torch.Tensor,
                     rstd_k: torch.Tensor, clamp_value: float

@@ -3,9 +3,11 @@
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op
 from .common import check_no_overlap, check_shape, check_tensor
 
 
+@kernel_op(mutates=("grad_weight_hidden", "grad_weight_embed"), returns="none")
 def grad_w_reduce(grad_w_partial: torch.Tensor, weight_hidden: torch.Tensor, weight_embed: torch.Tensor,
                   grad_weight_hidden: torch.Tensor, grad_weight_embed: torch.Tensor) -> None:
     """In place: with s = grad_w_partial.sum(0), grad_weight_hidden += s * weight_embed and

@@ -2,9 +2,11 @@
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op
 from .common import check_shape, check_tensor
 
 
+@kernel_op(returns="tensor")
 def engram_hash(ngram_token_ids: torch.Tensor, multipliers: torch.Tensor, vocab_sizes: torch.Tensor,
                 offsets: torch.Tensor) -> torch.Tensor:
     """int32 (L, T, (M - 1) * B) embedding rows, bit-exact: for layer l and token t,

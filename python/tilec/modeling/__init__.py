@@ -1,5 +1,6 @@
 """Autograd layers over the kernel families (TileKernels ``tile_kernels.modeling``, spec
-moe-engram-mhc.md §3.10, §4): ``engram`` (the Engram gate); ``mhc`` joins it with its family."""
-from . import engram
+moe-engram-mhc.md §3.10, §4): ``engram`` (the Engram gate) and ``mhc`` (the manifold
+hyper-connection's ops and functional layer)."""
+from . import engram, mhc
 
-__all__ = ["engram"]
+__all__ = ["engram", "mhc"]

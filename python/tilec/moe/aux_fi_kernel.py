@@ -1,10 +1,15 @@
 """The load-balance frequencies of the experts (spec moe-engram-mhc.md §1.9)."""
+from typing import Optional
+
 import torch
+
+from .._ops import kernel_op
 
 from .common import SINGLE_HISTOGRAM, check_int, check_tensor, histogram, invalid_counter
 
 
-def aux_fi(topk_idx: torch.Tensor, num_experts: int, num_aux_topk: int, *, invalid_count=None) -> torch.Tensor:
+@kernel_op(mutates=("invalid_count",), returns="tensor")
+def aux_fi(topk_idx: torch.Tensor, num_experts: int, num_aux_topk: int, *, invalid_count: Optional[torch.Tensor] = None) -> torch.Tensor:
     """f32 (E,) load-balance frequencies ``count_e * E / (T * num_aux_topk)`` (-1 ignored; other
     values outside [0, E) ignored and counted into ``invalid_count`` when given). Exact (one
     division) for small inputs; larger ones add per-block fractions atomically, as TileKernels

@@ -1,10 +1,11 @@
 """Rows (and their per-token scales) copied to their expert slots of the fused layout (spec
 moe-engram-mhc.md §1.5, §1.6)."""
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op, PAIR
 from ..quant.common import QuantTensor
 from ..utils import align, ceil_div
 from .common import check_int, check_tensor, invalid_counter, present
@@ -44,8 +45,9 @@ def _check_mapping(fn, x, token_topk_to_pos, pos_to_expert):
                          f"got {token_topk_to_pos.shape[0]}")
 
 
+@kernel_op(mutates=("invalid_count",), returns="tensor")
 def expand_to_fused(x: torch.Tensor, token_topk_to_pos: torch.Tensor, pos_to_expert: torch.Tensor, *,
-                    invalid_count=None) -> torch.Tensor:
+                    invalid_count: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Rows of ``x`` (T, H), any dtype, copied to their expert slots: out (N, H) with
     ``out[token_topk_to_pos[t, k]] = x[t]`` and zero rows where ``pos_to_expert < 0``. A position
     outside [-1, N) is dropped (nothing written; checked on the device, no synchronisation) and
@@ -70,9 +72,10 @@ def expand_to_fused(x: torch.Tensor, token_topk_to_pos: torch.Tensor, pos_to_exp
     return out
 
 
+@kernel_op(kinds={"x": PAIR}, mutates=("invalid_count",))
 def expand_to_fused_with_sf(x: QuantTensor, num_per_channels: int, token_topk_to_pos: torch.Tensor,
                             pos_to_expert: torch.Tensor, use_tma_aligned_col_major_sf: bool = False, *,
-                            invalid_count=None):
+                            invalid_count: Optional[torch.Tensor] = None):
     """expand_to_fused of quantised data and its per-token scales: returns (out (N, H), out_sf
     (N, Hsf)), out_sf row-major, or with ``use_tma_aligned_col_major_sf`` the transposed view of a
     (Hsf, align(N, 4)) buffer (strides (1, align(N, 4))). Scales are f32, or int32 words of four

@@ -1,10 +1,15 @@
 """The histogram of group indices (spec moe-engram-mhc.md §1.10)."""
+from typing import Optional
+
 import torch
+
+from .._ops import kernel_op
 
 from .common import SINGLE_HISTOGRAM, check_int, check_tensor, histogram, invalid_counter
 
 
-def group_count(group_idx: torch.Tensor, num_groups: int, *, invalid_count=None) -> torch.Tensor:
+@kernel_op(mutates=("invalid_count",), returns="tensor")
+def group_count(group_idx: torch.Tensor, num_groups: int, *, invalid_count: Optional[torch.Tensor] = None) -> torch.Tensor:
     """int32 (num_groups,) counts of each value of ``group_idx``; -1 is ignored, and so is any
     other value outside [0, num_groups), which is counted into ``invalid_count`` when given (a
     one-element int32 tensor the kernel adds to)."""

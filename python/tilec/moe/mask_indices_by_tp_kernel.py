@@ -3,11 +3,13 @@
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op
 from .common import check_int, check_tensor
 
 _INT_NAMES = {torch.int8: "i8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8"}
 
 
+@kernel_op(returns="tensor")
 def mask_indices_by_tp(indices: torch.Tensor, n: int, num_ep_ranks: int, tp_rank: int,
                        num_tp_ranks: int) -> torch.Tensor:
     """Keeps the experts of the EP ranks that belong to TP rank ``tp_rank`` (EP rank r with

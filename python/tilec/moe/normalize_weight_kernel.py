@@ -4,9 +4,11 @@ from typing import Tuple
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op
 from .common import check_tensor
 
 
+@kernel_op()
 def normalize_weight(topk_weights: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """(den (T,), topk_weights / den) with den = ((1e-20 + w0) + w1) + ... in order."""
     fn = "normalize_weight"

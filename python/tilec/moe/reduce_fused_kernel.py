@@ -4,6 +4,7 @@ from typing import Optional, Tuple, Union
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op, QUANT
 from ..quant.common import QuantTensor
 from .common import check_no_overlap, check_tensor, invalid_counter, present
 
@@ -22,9 +23,11 @@ def _reduce_chunk(vectors: int) -> Tuple[int, int]:
     return best
 
 
+@kernel_op(kinds={"x": QUANT}, mutates=("out", "invalid_count"),
+           returns=lambda f, a: a["out"] if a["out"] is not None else f[0])
 def reduce_fused(x: Union[torch.Tensor, QuantTensor], topk_weights: Optional[torch.Tensor],
                  token_topk_to_pos: torch.Tensor, fp8_format: str = "", sf: Optional[torch.Tensor] = None,
-                 out: Optional[torch.Tensor] = None, *, invalid_count=None) -> torch.Tensor:
+                 out: Optional[torch.Tensor] = None, *, invalid_count: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Weighted sum of expert rows back to tokens (spec §1.7), bit-exact: for each token,
     ``acc = fma(x[p], s, acc)`` over its valid slots p in k order, s = weight (or 1) times the
     row scale ``x_sf[p]`` when x is (x, x_sf); then ``acc * sf[0]``; out in x's dtype (bf16

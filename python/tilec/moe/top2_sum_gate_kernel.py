@@ -5,17 +5,19 @@ from typing import Optional, Tuple
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op
 from .common import check_bool, check_float, check_int, check_tensor, invalid_counter, present
 from .scoring import ScoringFunc
 
 
+@kernel_op(mutates=("unmapped_topk_idx", "invalid_count"))
 def top2_sum_gate(logits: torch.Tensor, bias: torch.Tensor, num_topk: int, num_topk_groups: int, num_groups: int,
                   use_shared_as_routed: bool, num_shared_experts: int, routed_scaling_factor: float,
                   ep_rank: int, num_ep_ranks: int, tp_rank: int, num_tp_ranks: int, scoring_func: str,
                   mask: Optional[torch.Tensor] = None, fix_routing_mask: Optional[torch.Tensor] = None,
                   to_physical_map: Optional[torch.Tensor] = None, logical_count: Optional[torch.Tensor] = None,
                   unmapped_topk_idx: Optional[torch.Tensor] = None, *,
-                  invalid_count=None) -> Tuple[torch.Tensor, torch.Tensor]:
+                  invalid_count: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """Group-limited top-K gate (spec §1.1): returns (topk_idx int64, topk_weights f32), both
     (T, num_topk + S) with S shared-expert slots when ``use_shared_as_routed``. Scores: sigmoid,
     sqrt(softplus) or softmax; ranking on score + bias (softmax: logit + bias); with grouping the

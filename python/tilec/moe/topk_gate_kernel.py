@@ -2,9 +2,11 @@
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op
 from .common import check_int, check_tensor
 
 
+@kernel_op(returns="tensor")
 def topk_gate(scores: torch.Tensor, num_topk: int) -> torch.Tensor:
     """The ``num_topk`` best experts of each row of f32 ``scores`` (T, E), as int64 (T, num_topk)
     in rank order: descending score, ties to the smaller index (a stable descending sort)."""

@@ -3,9 +3,11 @@ maximum or the sum of its two largest scores."""
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op
 from .common import check_int, check_tensor
 
 
+@kernel_op(returns="tensor")
 def topk_sum_and_topk_group_idx(scores: torch.Tensor, num_topk_sum: int, num_topk_groups: int) -> torch.Tensor:
     """For f32 ``scores`` (T, G, P): the ``num_topk_groups`` best groups of each row in rank order,
     a group's score being its maximum (num_topk_sum 1) or the sum of its two largest scores (2)."""

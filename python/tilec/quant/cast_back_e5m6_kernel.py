@@ -28,8 +28,8 @@ def run_cast_back_e5m6(x, fmt: str, x_block_size, fn: str) -> torch.Tensor:
     if T == 0:
         return out
     k = kernel("cast_back_e5m6", q, OT=oname, H=H, SBM=bm, SBN=bn, has_sf=isf is not None, has_sfp=isfp is not None)
-    xarg = _runtime.Arg(q.data_ptr(), "u32", (T, H // 8, 3), (3 * H // 8, 3, 1), q)
-    oarg = _runtime.Arg(out.data_ptr(), oname, (T, H // 8, 8), (H, 8, 1), out)
+    xarg = _runtime.view(q, "u32", (T, H // 8, 3), (3 * H // 8, 3, 1))
+    oarg = _runtime.view(out, oname, (T, H // 8, 8), (H, 8, 1))
     k.launch(xarg, oarg, isf, isfp, stream=_runtime.stream(q))
     return out
 

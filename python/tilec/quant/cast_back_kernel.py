@@ -5,12 +5,14 @@ from typing import Optional, Tuple
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op, PAIR
 from .._checks import check_int
 from ..utils import ceil_div
 from .cast_back_e5m6_kernel import run_cast_back_e5m6
 from .common import CAST_BACK_OUT, check_cast_back_input, data_arg, input_sf_args, kernel
 
 
+@kernel_op(kinds={"x": PAIR}, returns="tensor")
 def cast_back(x, fmt: str, x_block_size: Tuple[int, int], x_special_fmt: Optional[str] = None) -> torch.Tensor:
     """Dequantises ``x = (data, sf)``: out = decode(data) * sf[t // bm, j // bn], as bf16
     (``fmt='bf16'``) or f32 (``'fp32'``). data is float8_e4m3fn or int8 (packed e2m1), or uint8
@@ -51,6 +53,7 @@ def _cast_back(x, fmt, x_block_size, x_special_fmt, fn):
     return out
 
 
+@kernel_op(kinds={"x": PAIR}, returns="tensor")
 def per_token_cast_back(x, fmt: str, num_per_channels: int, x_special_fmt: Optional[str] = None) -> torch.Tensor:
     """cast_back with blocks of one row by ``num_per_channels`` columns."""
     fn = "per_token_cast_back"

@@ -43,23 +43,24 @@ def alloc_sf(nm: int, nk: int, use_tma_aligned_col_major_sf: bool, use_packed_ue
     column-major storage are zeroed (TileKernels leaves them unwritten): here, or by the kernel
     for packed storage when ``kernel_pads_packed`` (dsl/quant.tl ue8m0_store), which saves a
     memset launch."""
+    if not (use_packed_ue8m0 or use_tma_aligned_col_major_sf):
+        sf = torch.empty((nm, nk), dtype=torch.float32, device=device)
+        return sf, sf
     rows = align(nm, 4)
-    make = torch.zeros if rows != nm else torch.empty
+    # a symbolic row count (a traced graph, any token count) may have padding rows: zeros
+    make = torch.zeros if isinstance(nm, torch.SymInt) or rows != nm else torch.empty
     if use_packed_ue8m0:
         make = torch.empty if kernel_pads_packed else make
         store = make((ceil_div(nk, 4), rows), dtype=torch.int32, device=device)
         return store[:, :nm].T, store
-    if use_tma_aligned_col_major_sf:
-        store = make((nk, rows), dtype=torch.float32, device=device)
-        return store[:, :nm].T, store
-    sf = torch.empty((nm, nk), dtype=torch.float32, device=device)
-    return sf, sf
+    store = make((nk, rows), dtype=torch.float32, device=device)
+    return store[:, :nm].T, store
 
 
 def packed_bytes(store: torch.Tensor) -> "_runtime.Arg":
     """The u8 view a kernel writes packed UE8M0 bytes through: [word column, 4 * row + byte]."""
     words, rows = store.shape
-    return _runtime.Arg(store.data_ptr(), "u8", (words, rows * 4), (rows * 4, 1), store)
+    return _runtime.view(store, "u8", (words, rows * 4), (rows * 4, 1))
 
 
 def sf_out_args(sf: torch.Tensor, store: torch.Tensor, packed: bool):
@@ -87,7 +88,7 @@ def data_arg(q: torch.Tensor, fn: str, name: str = "x"):
     if q.dtype == torch.int8:
         if q.stride(1) != 1:
             raise ValueError(f"{fn}: {name} must have unit stride along the hidden dimension")
-        return _runtime.Arg(q.data_ptr(), "e2m1", (q.size(0), 2 * q.size(1)), (2 * q.stride(0), 1), q)
+        return _runtime.view(q, "e2m1", (q.size(0), 2 * q.size(1)), (2 * q.stride(0), 1))
     return q
 
 
@@ -107,7 +108,7 @@ def input_sf_args(x_sf: torch.Tensor, nm: int, nk: int, fn: str, name: str = "x_
         rows = x_sf.stride(1) if words > 1 else max(x_sf.stride(1), nm)
         if words > 1 and rows < nm:
             raise ValueError(f"{fn}: packed {name}'s column stride ({rows}) is below its row count ({nm})")
-        return None, _runtime.Arg(x_sf.data_ptr(), "u8", (words, rows * 4), (rows * 4, 1), x_sf)
+        return None, _runtime.view(x_sf, "u8", (words, rows * 4), (rows * 4, 1))
     if x_sf.dtype != torch.float32:
         raise ValueError(f"{fn}: {name} must be float32 or int32 (packed UE8M0), got {x_sf.dtype}")
     if tuple(x_sf.shape) != (nm, nk):
@@ -141,6 +142,8 @@ def kernel(name: str, t: torch.Tensor, **generics):
     """The specialisation of kernel `name` on tensor ``t``'s device; a tensor-presence generic is
     given as has_NAME=True/False. The "NAME=VALUE" strings of each configuration are built once
     (they were a third of a call's host time); the kernel itself comes from the runtime's cache."""
+    if _runtime.faking():   # shapes may be symbolic there, and nothing is launched
+        return _runtime._NO_LAUNCH
     key = (name, *generics.items())
     gens = _generic_strings.get(key)
     if gens is None:
@@ -369,7 +372,7 @@ def alloc_data_out(T: int, H: int, fmt: str, device):
         out = torch.empty((T, H), dtype=torch.float8_e4m3fn, device=device)
         return out, out
     out = torch.empty((T, H // 2), dtype=torch.int8, device=device)
-    return out, _runtime.Arg(out.data_ptr(), "e2m1", (T, H), (H, 1), out)
+    return out, _runtime.view(out, "e2m1", (T, H), (H, 1))
 
 
 def row_tile(hh: int, n: int, target: int):
@@ -484,6 +487,8 @@ def silu_lut(device: torch.device) -> torch.Tensor:
     silu() of the 8192 bf16 values 2^-25 <= |l| < 2^7 and the multipliers of l outside that
     range), computed once by the kernel silu_table, so that a lookup gives the bits the kernels'
     silu() computes."""
+    if _runtime.faking():   # a fake implementation: a table of the right size, nothing computed or kept
+        return torch.empty(SILU_LUT_SIZE, dtype=torch.float32, device=device)
     key = (device.type, device.index)
     t = _silu_luts.get(key)
     if t is None:

@@ -5,6 +5,7 @@ from typing import Tuple
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op
 from .common import FLOAT_IN, alloc_data_out, alloc_sf, check_block, check_layout_flags, kernel, sf_grid, sf_out_args
 
 
@@ -46,6 +47,7 @@ def _launch(x, fmt, H, bm, bn, rnd, out_arg, sf_arg, sfp_arg, psf):
     k.launch(x, out_arg, sf_arg, sfp_arg, psf, stream=_runtime.stream(x))
 
 
+@kernel_op()
 def per_block_cast(x: torch.Tensor, fmt: str, block_size: Tuple[int, int], use_tma_aligned_col_major_sf: bool = False,
                    round_sf: bool = False, use_packed_ue8m0: bool = False):
     """Quantises ``x`` (bf16/f32, contiguous, hidden % 64 == 0) in blocks of ``block_size``
@@ -64,6 +66,7 @@ def per_block_cast(x: torch.Tensor, fmt: str, block_size: Tuple[int, int], use_t
     return out, sf
 
 
+@kernel_op(returns="tensor")
 def per_block_cast_with_sf_only(x: torch.Tensor, fmt: str, block_size: Tuple[int, int],
                                 use_tma_aligned_col_major_sf: bool = False, round_sf: bool = False,
                                 use_packed_ue8m0: bool = False) -> torch.Tensor:
@@ -80,6 +83,7 @@ def per_block_cast_with_sf_only(x: torch.Tensor, fmt: str, block_size: Tuple[int
     return sf
 
 
+@kernel_op(returns="tensor")
 def per_block_cast_with_precomputed_sf(x: torch.Tensor, fmt: str, block_size: Tuple[int, int], sf: torch.Tensor,
                                        use_tma_aligned_col_major_sf: bool = False, round_sf: bool = False,
                                        use_packed_ue8m0: bool = False) -> torch.Tensor:

@@ -4,10 +4,12 @@ from typing import Tuple
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op, PAIR
 from ..utils import ceil_div, is_power_of_two
 from .common import alloc_sf, check_block, data_arg, input_sf_args, kernel, sf_grid, sf_out_args
 
 
+@kernel_op(kinds={"x": PAIR})
 def per_block_cast_lossless(x, fmt: str, x_block_size: Tuple[int, int], out_block_size: Tuple[int, int],
                             use_tma_aligned_col_major_sf: bool = False, round_sf: bool = False,
                             use_packed_ue8m0: bool = False):

@@ -2,9 +2,12 @@
 SwiGLU variant, is launched by common.transpose_cast."""
 import torch
 
+from .._ops import kernel_op
+
 from .common import transpose_cast
 
 
+@kernel_op()
 def per_channel_cast_and_transpose(x: torch.Tensor, fmt: str, num_per_tokens: int, round_sf: bool = False):
     """e4m3 cast with one scale per ``num_per_tokens`` (32 or 128) tokens of each channel, the
     data returned transposed: out (H, T), sf f32 (T / num_per_tokens, H). x bf16 contiguous,

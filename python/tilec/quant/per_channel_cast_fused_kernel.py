@@ -5,10 +5,12 @@ from typing import Optional
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op, QUANT
 from ..utils import ceil_div
 from .common import FLOAT_IN, check_x2d, kernel
 
 
+@kernel_op(kinds={"x": QUANT})
 def per_channel_cast_fused(x, fmt: str, num_per_tokens: int, round_sf: bool = False,
                            num_per_channels: Optional[int] = None, pos_to_token: Optional[torch.Tensor] = None):
     """Per-channel (128 x 1) e4m3 cast, optionally of gathered rows (output row p is input row

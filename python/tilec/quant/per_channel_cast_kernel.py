@@ -2,10 +2,13 @@
 channel, the plain case of per_channel_cast_fused."""
 import torch
 
+from .._ops import kernel_op
+
 from .common import FLOAT_IN, check_x2d
 from .per_channel_cast_fused_kernel import per_channel_cast_fused
 
 
+@kernel_op()
 def per_channel_cast(x: torch.Tensor, fmt: str, num_per_tokens: int, round_sf: bool = False):
     """e4m3 cast with one scale per 128 tokens of each channel: x bf16/f32 contiguous (T, H) with
     T % 128 == 0 and H % 64 == 0. Returns (out (T, H), sf f32 (T / 128, H))."""

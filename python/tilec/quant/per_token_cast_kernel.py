@@ -8,6 +8,7 @@ from typing import Optional, Tuple
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op, QUANT
 from ..utils import align, ceil_div
 from .common import (FLOAT_IN, alloc_data_out, alloc_sf, check_block, check_float_x, check_layout_flags, data_arg,
                      input_sf_args, kernel, pow2_divisor, sf_grid, sf_out_args, tile_shape)
@@ -98,6 +99,8 @@ def _tile(H: int, n: int, fp4: bool):
 
 
 def _launch(fn, tname, fmt, T, H, n, rnd, xt, xarg, out_arg, sf_arg, sfp_arg, psf, isf, isfp, ibm, ibn):
+    if _runtime.faking():   # a fake implementation: outputs allocated, nothing to choose or launch
+        return
     # FP4 output, groups: asking ptxas for 8 blocks of 128 threads per SM (blocks_per_sm) gave
     # 73.8 % of the copy ceiling instead of 68.1 % (H200, 16384 x 7168, G = 32)
     bps = 8 if fmt == "e2m1" and n != H else 0
@@ -117,6 +120,7 @@ def _launch(fn, tname, fmt, T, H, n, rnd, xt, xarg, out_arg, sf_arg, sfp_arg, ps
     k.launch(xarg, out_arg, sf_arg, sfp_arg, psf, isf, isfp, stream=_runtime.stream(xt))
 
 
+@kernel_op(kinds={"x": QUANT})
 def per_token_cast(x, fmt: str, num_per_channels: int, x_block_size: Optional[Tuple[int, int]] = None,
                    use_tma_aligned_col_major_sf: bool = False, round_sf: bool = False,
                    use_packed_ue8m0: bool = False):
@@ -150,6 +154,7 @@ def per_token_cast(x, fmt: str, num_per_channels: int, x_block_size: Optional[Tu
     return out, sf
 
 
+@kernel_op(kinds={"x": QUANT}, returns="tensor")
 def per_token_cast_with_sf_only(x, fmt: str, num_per_channels: int, x_block_size: Optional[Tuple[int, int]] = None,
                                 use_tma_aligned_col_major_sf: bool = False, round_sf: bool = False,
                                 use_packed_ue8m0: bool = False) -> torch.Tensor:
@@ -169,6 +174,7 @@ def per_token_cast_with_sf_only(x, fmt: str, num_per_channels: int, x_block_size
     return sf
 
 
+@kernel_op(kinds={"x": QUANT}, returns="tensor")
 def per_token_cast_with_precomputed_sf(x, fmt: str, num_per_channels: int, sf: torch.Tensor,
                                        x_block_size: Optional[Tuple[int, int]] = None,
                                        use_tma_aligned_col_major_sf: bool = False, round_sf: bool = False,

@@ -31,8 +31,8 @@ def per_token_cast_to_e5m6(x: torch.Tensor, num_per_channels: int, use_tma_align
     # 2026-11-30, bench/ab_generics.py)
     tile["BPS"] = 5 if H == 7168 else 0
     gw = tile["GW"]
-    xarg = _runtime.Arg(x.data_ptr(), FLOAT_IN[x.dtype], (T, H // (8 * gw), 8 * gw), (x.stride(0), 8 * gw, 1), x)
-    oarg = _runtime.Arg(out.data_ptr(), "u32", (T, H // (8 * gw), 3 * gw), (3 * H // 8, 3 * gw, 1), out)
+    xarg = _runtime.view(x, FLOAT_IN[x.dtype], (T, H // (8 * gw), 8 * gw), (x.stride(0), 8 * gw, 1))
+    oarg = _runtime.view(out, "u32", (T, H // (8 * gw), 3 * gw), (3 * H // 8, 3 * gw, 1))
     k = kernel("per_token_cast_e5m6", x, T=FLOAT_IN[x.dtype], H=H, ROUND=round_sf, XA=pow2_divisor(x.stride(0), 32),
                **tile, has_sf=sf_arg is not None, has_sfp=sfp_arg is not None)
     k.launch(xarg, oarg, sf_arg, sfp_arg, stream=_runtime.stream(x))

@@ -5,10 +5,12 @@ from typing import Optional
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op, PAIR
 from .._checks import check_bool, check_float, check_int
 from .common import int_vector, kernel, row_tile, tile_shape
 
 
+@kernel_op(kinds={"x": PAIR}, returns=lambda f, a: (f[0], (f[1], f[2]), f[3], f[4]))
 def swiglu_backward_and_per_token_cast(x, grad_out: torch.Tensor, weight: torch.Tensor,
                                        pos_to_token_topk: torch.Tensor, token_topk_to_pos: torch.Tensor,
                                        num_per_channels: int, round_sf: bool = False,

@@ -4,9 +4,12 @@ from typing import Optional
 
 import torch
 
+from .._ops import kernel_op
+
 from .common import transpose_cast
 
 
+@kernel_op()
 def swiglu_forward_and_per_channel_cast_and_transpose(x: torch.Tensor, fmt: str, num_per_tokens: int,
                                                       round_sf: bool = False, without_transpose: bool = False,
                                                       swiglu_clamp_value: Optional[float] = None):

@@ -5,10 +5,12 @@ from typing import Optional
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op
 from .common import (FLOAT_IN, alloc_sf, check_layout_flags, f32, int_vector, kernel, row_tile, sf_out_args,
                      tile_shape)
 
 
+@kernel_op(mutates=("clamped_count",))
 def swiglu_forward_and_per_token_cast(x: torch.Tensor, fmt: str, num_per_channels: int,
                                       pos_to_token_topk: Optional[torch.Tensor] = None,
                                       topk_weights: Optional[torch.Tensor] = None,

@@ -3,6 +3,7 @@ types of 1, 2 or 4 bytes, through tiles in shared memory."""
 import torch
 
 from .. import _runtime
+from .._ops import kernel_op
 from ..utils import ceil_div
 
 # the kernel is generic over the element's width only: any dtype is moved as raw bits
@@ -70,6 +71,7 @@ def _generics(dtype, es, B, M, N, sa):
     return entry
 
 
+@kernel_op(returns="tensor")
 def batched_transpose(x: torch.Tensor) -> torch.Tensor:
     """Returns a new contiguous ``(B, N, M)`` tensor with ``out[b, j, i] = x[b, i, j]``.
 
@@ -100,6 +102,8 @@ def _batched_transpose(x: torch.Tensor, fn: str) -> torch.Tensor:
         raise ValueError(f"{fn}: x must have unit stride along its last dimension, got {sn}")
     if sm % 4:
         raise ValueError(f"{fn}: x's row stride must be a multiple of 4, got {sm}")
+    if _runtime.faking():   # a fake implementation: the output is all there is
+        return out
     vec = 16 // es
     sa = _runtime.pow2_divisor(sm, vec) if B == 1 else min(_runtime.pow2_divisor(sm, vec), _runtime.pow2_divisor(sb, vec))
     gens, as_bits = _generics(x.dtype, es, B, M, N, sa)
@@ -112,6 +116,7 @@ def _batched_transpose(x: torch.Tensor, fn: str) -> torch.Tensor:
     return out
 
 
+@kernel_op(returns="tensor")
 def transpose(x: torch.Tensor) -> torch.Tensor:
     """Returns a new contiguous ``(N, M)`` tensor with ``out[j, i] = x[i, j]``; ``x`` is 2-D with
     the requirements of :func:`batched_transpose` (row strides other than N are allowed)."""

@@ -172,6 +172,25 @@ typedef struct tilec_rt_library_options {
 TILEC_RT_API tilec_status tilec_rt_library_open(tilec_rt *rt, const tilec_rt_library_options *opts,
                                                 tilec_rt_library **out);
 
+/* The kernels the library's source declares: their number (0 without a source) and the name of
+ * kernel i (NULL outside 0..n-1), owned by the library. */
+TILEC_RT_API int tilec_rt_library_num_kernels(const tilec_rt_library *lib);
+TILEC_RT_API const char *tilec_rt_library_kernel_name(const tilec_rt_library *lib, int i);
+
+/* Kernel `kernel`'s interface as its source declares it, before specialisation: its generic
+ * parameters (kinds, defaults) and parameters (element types, ranks, optional), in the
+ * "tilec-iface 1" format of tilec/compiler.h. *out is owned by the library and valid until it
+ * is closed.
+ * Errors: TILEC_ERROR_INVALID_ARGUMENT (NULL arguments); TILEC_ERROR_NOT_FOUND (no such kernel
+ *         in the source, or a library without a source). */
+TILEC_RT_API tilec_status tilec_rt_library_interface(tilec_rt_library *lib, const char *kernel, const char **out);
+
+/* The specialisations the library's AOT manifest holds: their number (0 without a fatbin) and
+ * the signature of entry i ("tilec-sig 1": its kernel and key lines name the specialisation),
+ * owned by the library; NULL outside 0..n-1. */
+TILEC_RT_API int tilec_rt_library_num_aot(const tilec_rt_library *lib);
+TILEC_RT_API const char *tilec_rt_library_aot_signature(const tilec_rt_library *lib, int i);
+
 /* Unloads the library's modules and frees it and all its kernels. NULL is ignored. No kernel
  * of the library may be in use by another thread. */
 TILEC_RT_API void tilec_rt_library_close(tilec_rt_library *lib);
@@ -204,6 +223,7 @@ TILEC_RT_API const char *tilec_rt_kernel_signature(const tilec_rt_kernel *k);
 typedef enum tilec_rt_param_kind {
     TILEC_RT_PARAM_TENSOR = 1,
     TILEC_RT_PARAM_SCALAR = 2,
+    TILEC_RT_PARAM_LIST = 3, /* a list of tensors (list<T[dims], LEN> in the language) */
 } tilec_rt_param_kind;
 
 enum tilec_rt_param_flags {
@@ -216,9 +236,10 @@ typedef struct tilec_rt_param_info {
     const char *name;       /* owned by the kernel */
     tilec_rt_param_kind kind;
     tilec_rt_dtype dtype;
-    int rank;               /* tensors */
-    int align;              /* tensors: byte alignment required of the data pointer */
+    int rank;               /* tensors, and each tensor of a list */
+    int align;              /* tensors: byte alignment required of the data pointer (of each, in a list) */
     unsigned flags;         /* enum tilec_rt_param_flags */
+    int max_length;         /* lists: the most tensors the kernel takes; 0 otherwise */
 } tilec_rt_param_info;
 
 /* The number of parameters of k (0 if k is NULL). */
@@ -252,10 +273,19 @@ typedef struct tilec_rt_scalar {
     } v;
 } tilec_rt_scalar;
 
+/* A list of tensors: count tensors at `tensors`, an array the caller owns. A launch reads it
+ * during the call only (the pointers go into the kernel's parameters); nothing is copied to the
+ * heap. */
+typedef struct tilec_rt_tensor_list {
+    const tilec_rt_tensor *tensors;
+    int count;
+} tilec_rt_tensor_list;
+
 typedef enum tilec_rt_arg_kind {
     TILEC_RT_ARG_TENSOR = 1,
     TILEC_RT_ARG_SCALAR = 2,
     TILEC_RT_ARG_ABSENT = 3, /* an optional tensor the specialisation was compiled without */
+    TILEC_RT_ARG_LIST = 4,   /* a list of tensors, for a list parameter */
 } tilec_rt_arg_kind;
 
 typedef struct tilec_rt_arg {
@@ -263,30 +293,50 @@ typedef struct tilec_rt_arg {
     union {
         tilec_rt_tensor tensor;
         tilec_rt_scalar scalar;
+        tilec_rt_tensor_list list;
     } u;
 } tilec_rt_arg;
 
-/* A tensor argument; strides NULL means contiguous (row-major). rank is clamped to 0..MAX_RANK;
- * a rank outside that range is reported at launch. */
+/* A tensor; strides NULL means contiguous (row-major). rank is clamped to 0..MAX_RANK; a rank
+ * outside that range is reported at launch. */
+static inline tilec_rt_tensor tilec_rt_tensor_make(void *data, tilec_rt_dtype dtype, int rank, const int64_t *shape,
+                                                   const int64_t *strides)
+{
+    tilec_rt_tensor t;
+    int n = rank < 0 ? 0 : rank > TILEC_RT_MAX_RANK ? TILEC_RT_MAX_RANK : rank;
+    uint64_t s = 1; /* unsigned: a hostile shape must not overflow a signed product */
+    t.data = data;
+    t.dtype = dtype;
+    t.rank = rank;
+    for (int i = 0; i < TILEC_RT_MAX_RANK; i++) {
+        t.shape[i] = 0;
+        t.strides[i] = 0;
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        t.shape[i] = shape[i];
+        t.strides[i] = strides ? strides[i] : (int64_t)s;
+        s *= (uint64_t)shape[i];
+    }
+    return t;
+}
+
+/* A tensor argument (see tilec_rt_tensor_make). */
 static inline tilec_rt_arg tilec_rt_arg_tensor(void *data, tilec_rt_dtype dtype, int rank, const int64_t *shape,
                                                const int64_t *strides)
 {
     tilec_rt_arg a;
-    int n = rank < 0 ? 0 : rank > TILEC_RT_MAX_RANK ? TILEC_RT_MAX_RANK : rank;
-    uint64_t s = 1; /* unsigned: a hostile shape must not overflow a signed product */
     a.kind = TILEC_RT_ARG_TENSOR;
-    a.u.tensor.data = data;
-    a.u.tensor.dtype = dtype;
-    a.u.tensor.rank = rank;
-    for (int i = 0; i < TILEC_RT_MAX_RANK; i++) {
-        a.u.tensor.shape[i] = 0;
-        a.u.tensor.strides[i] = 0;
-    }
-    for (int i = n - 1; i >= 0; i--) {
-        a.u.tensor.shape[i] = shape[i];
-        a.u.tensor.strides[i] = strides ? strides[i] : (int64_t)s;
-        s *= (uint64_t)shape[i];
-    }
+    a.u.tensor = tilec_rt_tensor_make(data, dtype, rank, shape, strides);
+    return a;
+}
+
+/* A list argument: count tensors at `tensors` (not copied: keep them until the call returns). */
+static inline tilec_rt_arg tilec_rt_arg_list(const tilec_rt_tensor *tensors, int count)
+{
+    tilec_rt_arg a;
+    a.kind = TILEC_RT_ARG_LIST;
+    a.u.list.tensors = tensors;
+    a.u.list.count = count;
     return a;
 }
 
@@ -351,13 +401,16 @@ TILEC_RT_API tilec_status tilec_rt_check(const tilec_rt_kernel *k, const tilec_r
 
 /* Checks args against k's signature, then launches k on opts->stream (opts may be NULL). The
  * checks, in argument order (the first violation is reported, naming the argument): the number
- * of arguments, each argument's kind (tensor / scalar / absent), dtype, rank, extents (0 to
+ * of arguments, each argument's kind (tensor / scalar / absent / list), dtype, rank, extents (0 to
  * INT32_MAX), shape and stride relations of the signature (binding names on first use, then
  * comparing), contiguity of tensors the signature gives no strides for, no zero stride on an
  * axis of extent > 1 of a written tensor, alignment of the data pointer; then each `require` of
- * the signature, then the grid. The call neither allocates nor synchronises, so it can be
- * captured into a CUDA graph. A grid with 0 blocks in some dimension launches nothing and
- * returns TILEC_OK.
+ * the signature, then the grid. A list is checked for its length (at most the parameter's
+ * max_length; the length relation of the signature) and then tensor by tensor as above, each
+ * named by its index ('xs[3]'): one dtype, rank and shape for all, and, where the signature
+ * gives strides, the same strides (the kernel takes one set). The call neither allocates nor
+ * synchronises, so it can be captured into a CUDA graph: a list's pointers go into the kernel's
+ * parameters. A grid with 0 blocks in some dimension launches nothing and returns TILEC_OK.
  * Errors: TILEC_ERROR_INVALID_ARGUMENT (k NULL, args NULL with nargs > 0);
  *         TILEC_ERROR_LAUNCH (an argument does not match; a requirement fails; the grid is
  *         negative, too large, or not a multiple of the cluster);

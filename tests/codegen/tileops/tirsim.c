@@ -269,8 +269,11 @@ static int64_t elem_lin(Sim *S, const TBuf *b, const int64_t *idx)
         }
         lin += idx[d] * s;
     }
-    if (b->scope == SC_SHARED && b->swizzle && b->rank >= 2) /* as codegen_llvm: 16-byte chunks XOR (row / V) % 8 */
-        lin ^= ((idx[b->rank - 2] / b->swizzle) & 7) * (16 / dtype_storage_bytes(b->dt));
+    if (b->scope == SC_SHARED && b->swizzle && b->rank >= 2) { /* as tir.h says: 16-byte chunks XOR key */
+        int64_t x = (idx[b->rank - 2] / b->swizzle) & 7;
+        int64_t key = b->swizzle_gemm ? 2 * (x % 4) + x / 4 : x;
+        lin ^= key * (16 / dtype_storage_bytes(b->dt));
+    }
     return lin;
 }
 
@@ -437,6 +440,87 @@ static int64_t local_size(const TBuf *b)
     return n;
 }
 
+/* Shared-memory wavefronts, against the fewest the bytes need: a warp's request takes as many
+ * wavefronts as the most distinct 4-byte words any one of the 32 banks serves, and at least one
+ * per 128 bytes. warp_wavefronts adds up one instruction over the warps of the block (the lanes
+ * in m; ldmatrix passes one matrix's 8 lanes at a time, the unit it reads in). */
+static void warp_wavefronts(Sim *S, const int64_t *addr, const bool *m, int bytes, int64_t *wf, int64_t *ideal_wf)
+{
+    for (int w = 0; w * 32 < S->nt; w++) {
+        int64_t words[32][32];
+        int nwords[32] = {0}, total = 0, worst = 0;
+        for (int t = w * 32; t < w * 32 + 32 && t < S->nt; t++) {
+            if (!m[t])
+                continue;
+            total += bytes;
+            for (int64_t word = addr[t] / 4; word < (addr[t] + bytes + 3) / 4; word++) {
+                int bank = (int)(word % 32), seen = 0;
+                for (int i = 0; i < nwords[bank]; i++)
+                    seen |= words[bank][i] == word;
+                if (!seen && nwords[bank] < 32)
+                    words[bank][nwords[bank]++] = word;
+                if (nwords[bank] > worst)
+                    worst = nwords[bank];
+            }
+        }
+        int ideal = (total + 127) / 128;
+        *wf += worst > ideal ? worst : ideal;
+        *ideal_wf += ideal;
+    }
+}
+
+/* the vector accesses' total, for the transposes */
+static int64_t smem_wavefronts, smem_wavefronts_ideal;
+
+static void count_wavefronts(Sim *S, const int64_t *addr, const bool *m, int bytes)
+{
+    warp_wavefronts(S, addr, m, bytes, &smem_wavefronts, &smem_wavefronts_ideal);
+}
+
+/* every shared access by buffer and kind, for the gemm cases */
+enum { ACC_LOAD, ACC_STORE, ACC_VLOAD, ACC_VSTORE, ACC_LDMATRIX, ACC_CP_ASYNC, ACC_KINDS };
+static const char *const ACC_NAMES[ACC_KINDS] = {"loads", "stores", "vector loads", "vector stores", "ldmatrix",
+                                                 "cp.async"};
+#define ACC_READS ((1u << ACC_LOAD) | (1u << ACC_VLOAD) | (1u << ACC_LDMATRIX))
+#define ACC_WRITES ((1u << ACC_STORE) | (1u << ACC_VSTORE) | (1u << ACC_CP_ASYNC))
+typedef struct BankTally {
+    char buf[64];
+    int64_t wf[ACC_KINDS], ideal[ACC_KINDS];
+} BankTally;
+static BankTally bank_tally[16];
+static int nbank_tally;
+
+static void tally_banks(Sim *S, const TBuf *b, int kind, const int64_t *addr, const bool *m, int bytes)
+{
+    int i = 0;
+    while (i < nbank_tally && strcmp(bank_tally[i].buf, b->name))
+        i++;
+    if (i == nbank_tally) {
+        if (nbank_tally == 16)
+            return;
+        memset(&bank_tally[i], 0, sizeof bank_tally[i]);
+        snprintf(bank_tally[i].buf, sizeof bank_tally[i].buf, "%s", b->name);
+        nbank_tally++;
+    }
+    warp_wavefronts(S, addr, m, bytes, &bank_tally[i].wf[kind], &bank_tally[i].ideal[kind]);
+}
+
+/* the shared tile that holds byte `off` */
+static const TBuf *shared_at(Sim *S, int64_t off)
+{
+    for (int i = 0; i < S->k->nbufs; i++) {
+        const TBuf *b = S->k->bufs[i];
+        if (b->scope != SC_SHARED || b->scratch || off < b->smem_offset)
+            continue;
+        int64_t n = dtype_storage_bytes(b->dt);
+        for (int d = 0; d < b->rank; d++)
+            n *= b->shape[d] + (d == b->rank - 1 ? b->row_pad : 0);
+        if (off < b->smem_offset + n)
+            return b;
+    }
+    return NULL;
+}
+
 static void eval_load(Sim *S, const TExpr *e, const bool *m, V *out)
 {
     int64_t(*idx)[TL_MAX_RANK] = calloc((size_t)S->nt, sizeof *idx);
@@ -445,6 +529,7 @@ static void eval_load(Sim *S, const TExpr *e, const bool *m, V *out)
         rows[t] = idx[t];
     load_idx(S, e, m, rows);
     const TBuf *b = e->buf;
+    int64_t *offs = calloc((size_t)S->nt, sizeof *offs);
     for (int t = 0; t < S->nt && !S->failed; t++) {
         if (!m[t])
             continue;
@@ -463,11 +548,16 @@ static void eval_load(Sim *S, const TExpr *e, const bool *m, V *out)
             fail(S, "frag access after lowering");
             break;
         }
-        uint8_t *p = resolve(S, elem_addr(S, b, idx[t]), dtype_storage_bytes(b->dt));
+        int64_t a = elem_addr(S, b, idx[t]);
+        offs[t] = a & ((1ll << 48) - 1);
+        uint8_t *p = resolve(S, a, dtype_storage_bytes(b->dt));
         if (p)
             out[t] = mem_get(b->dt, p);
     }
+    if (b->scope == SC_SHARED && !S->failed)
+        tally_banks(S, b, ACC_LOAD, offs, m, dtype_storage_bytes(b->dt));
     free(idx);
+    free(offs);
 }
 
 static bool warp_full(Sim *S, const bool *m, int t)
@@ -598,6 +688,7 @@ static void eval(Sim *S, const TExpr *e, const bool *m, V *out)
         for (int t = 0; t < S->nt; t++)
             out[t].i = S->tensors[e->param].strides[e->axis];
         return;
+    case TX_LEN: fail(S, "tensor lists are not simulated (the emulator runs them)"); return;
     case TX_SPECIAL:
         for (int t = 0; t < S->nt; t++)
             out[t].i = special(S, e->special, t);
@@ -766,6 +857,19 @@ static void sim_mma(Sim *S, DType dt, V **args, const bool *m, V **res)
 
 static void sim_ldmatrix(Sim *S, int num, bool trans, V *addr, const bool *m, V **res)
 {
+    for (int i = 0; i < num; i++) { /* bank conflicts: matrix by matrix, 8 rows of 16 bytes */
+        bool rows[1024] = {0};
+        int64_t offs[1024];
+        const TBuf *b = NULL;
+        for (int t = 0; t < S->nt; t++)
+            if (m[t] && t % 32 / 8 == i) {
+                rows[t] = true;
+                offs[t] = addr[t].i & ((1ll << 48) - 1);
+                b = b ? b : shared_at(S, offs[t]);
+            }
+        if (b)
+            tally_banks(S, b, ACC_LDMATRIX, offs, rows, 16);
+    }
     for (int w = 0; w < S->nt; w += 32) {
         if (!m[w])
             continue;
@@ -831,6 +935,17 @@ static void exec_intrin(Sim *S, const TStmt *s, const bool *m)
             memset(d, 0, (size_t)bytes);
             if (src_bytes)
                 memcpy(d, sp, (size_t)src_bytes);
+        }
+        if (!S->failed) { /* the lanes' destinations, by the tile the first one lands in */
+            int64_t offs[1024];
+            const TBuf *b = NULL;
+            for (int t = 0; t < S->nt; t++)
+                if (m[t]) {
+                    offs[t] = a[0][t].i & ((1ll << 48) - 1);
+                    b = b ? b : shared_at(S, offs[t]);
+                }
+            if (b)
+                tally_banks(S, b, ACC_CP_ASYNC, offs, m, (int)c->ival);
         }
         break;
     case TI_CP_COMMIT:
@@ -903,6 +1018,7 @@ static void exec_store(Sim *S, const TStmt *s, const bool *m)
         rows[t] = idx[t];
     load_idx(S, &fake, m, rows);
     const TBuf *b = s->buf;
+    int64_t *offs = calloc((size_t)S->nt, sizeof *offs);
     for (int t = 0; t < S->nt && !S->failed; t++) {
         if (!m[t])
             continue;
@@ -920,42 +1036,17 @@ static void exec_store(Sim *S, const TStmt *s, const bool *m)
             local_of(S, b)[lin * S->nt + t] = v;
             continue;
         }
-        uint8_t *p = resolve(S, elem_addr(S, b, idx[t]), dtype_storage_bytes(b->dt));
+        int64_t a = elem_addr(S, b, idx[t]);
+        offs[t] = a & ((1ll << 48) - 1);
+        uint8_t *p = resolve(S, a, dtype_storage_bytes(b->dt));
         if (p && !mem_put(b->dt, p, v))
             fail(S, "store of %s is not simulated", dtype_name(b->dt));
     }
+    if (b->scope == SC_SHARED && !S->failed)
+        tally_banks(S, b, ACC_STORE, offs, m, dtype_storage_bytes(b->dt));
     free(idx);
     free(val);
-}
-
-/* Shared-memory wavefronts of the vector accesses, against the fewest the bytes need: a warp's
- * request takes as many wavefronts as the most distinct 4-byte words any one of the 32 banks
- * serves, and at least one per 128 bytes. */
-static int64_t smem_wavefronts, smem_wavefronts_ideal;
-
-static void count_wavefronts(Sim *S, const int64_t *addr, const bool *m, int bytes)
-{
-    for (int w = 0; w * 32 < S->nt; w++) {
-        int64_t words[32][32];
-        int nwords[32] = {0}, total = 0, worst = 0;
-        for (int t = w * 32; t < w * 32 + 32 && t < S->nt; t++) {
-            if (!m[t])
-                continue;
-            total += bytes;
-            for (int64_t word = addr[t] / 4; word < (addr[t] + bytes + 3) / 4; word++) {
-                int bank = (int)(word % 32), seen = 0;
-                for (int i = 0; i < nwords[bank]; i++)
-                    seen |= words[bank][i] == word;
-                if (!seen && nwords[bank] < 32)
-                    words[bank][nwords[bank]++] = word;
-                if (nwords[bank] > worst)
-                    worst = nwords[bank];
-            }
-        }
-        int ideal = (total + 127) / 128;
-        smem_wavefronts += worst > ideal ? worst : ideal;
-        smem_wavefronts_ideal += ideal;
-    }
+    free(offs);
 }
 
 static void exec_vec(Sim *S, const TStmt *s, const bool *m)
@@ -993,8 +1084,10 @@ static void exec_vec(Sim *S, const TStmt *s, const bool *m)
                 fail(S, "store of %s is not simulated", dtype_name(b->dt));
         }
     }
-    if (b->scope == SC_SHARED && !S->failed)
+    if (b->scope == SC_SHARED && !S->failed) {
         count_wavefronts(S, offs, m, es * s->vec);
+        tally_banks(S, b, s->kind == TS_VLOAD ? ACC_VLOAD : ACC_VSTORE, offs, m, es * s->vec);
+    }
     free(idx);
 }
 
@@ -1262,9 +1355,34 @@ static void put_operand(DType dt, uint8_t *p, int v)
     mem_put(dt, p, x);
 }
 
-/* C (M x N, f32) = A (M x K) @ B, B given as K x N (b_nk = false) or N x K; inputs small integers */
+/* The shared wavefronts of the last case, per tile and kind of access; whether the kinds in
+ * `need` are at the minimum (no bank conflicts), with what is not in *detail. */
+static bool banks_report(unsigned need, char *detail, size_t cap, char *summary, size_t scap)
+{
+    bool ok = true;
+    size_t n = 0, sn = 0;
+    summary[0] = 0;
+    for (int i = 0; i < nbank_tally; i++)
+        for (int kd = 0; kd < ACC_KINDS; kd++) {
+            const BankTally *t = &bank_tally[i];
+            if (!t->ideal[kd])
+                continue;
+            sn += (size_t)snprintf(summary + sn, sn < scap ? scap - sn : 0, "%s%s %s %lld/%lld", sn ? ", " : "",
+                                   t->buf, ACC_NAMES[kd], (long long)t->wf[kd], (long long)t->ideal[kd]);
+            if ((need >> kd & 1) && t->wf[kd] > t->ideal[kd]) {
+                ok = false;
+                n += (size_t)snprintf(detail + n, n < cap ? cap - n : 0, "%sbank conflicts in the %s of %s: %lld shared "
+                                      "wavefronts where %lld suffice", n ? "; " : "", ACC_NAMES[kd], t->buf,
+                                      (long long)t->wf[kd], (long long)t->ideal[kd]);
+            }
+        }
+    return ok;
+}
+
+/* C (M x N, f32) = A (M x K) @ B, B given as K x N (b_nk = false) or N x K; inputs small integers.
+ * conflict_free: the kinds of shared access (ACC_*) that must have no bank conflicts */
 static void gemm_case(const char *file, const char *kernel, const char **gen, int ngen, DType dt, bool a_km, bool b_nk, int M,
-                      int N, int K, int bm, int bn, DType cdt)
+                      int N, int K, int bm, int bn, DType cdt, unsigned conflict_free)
 {
     int64_t *A = malloc(sizeof(int64_t) * (size_t)(M * K)), *B = malloc(sizeof(int64_t) * (size_t)(K * N));
     int es = dtype_storage_bytes(dt);
@@ -1289,8 +1407,9 @@ static void gemm_case(const char *file, const char *kernel, const char **gen, in
     Arg args[3] = {{dt, 2, {a_km ? K : M, a_km ? M : K}, ad}, {dt, 2, {b_nk ? N : K, b_nk ? K : N}, bd}, {cdt, 2, {M, N}, cd}};
     char what[256];
     snprintf(what, sizeof what, "%s %s M=%d N=%d K=%d", file, kernel, M, N, K);
+    nbank_tally = 0;
     bool ok = run_kernel(path_of(file), kernel, gen, ngen, args, 3, (N + bn - 1) / bn, (M + bm - 1) / bm);
-    char detail[256] = "";
+    char detail[1024] = "", summary[1024];
     for (int m = 0; ok && m < M; m++)
         for (int n = 0; ok && n < N; n++) {
             int64_t ref = 0;
@@ -1302,7 +1421,11 @@ static void gemm_case(const char *file, const char *kernel, const char **gen, in
                 ok = false;
             }
         }
+    if (ok && !banks_report(conflict_free, detail, sizeof detail, summary, sizeof summary))
+        ok = false;
     report(what, ok, ok ? NULL : detail);
+    if (ok && conflict_free)
+        printf("      shared wavefronts / minimum: %s\n", summary);
     free(A);
     free(B);
     free(ad);
@@ -1460,6 +1583,65 @@ static void pipe_sum_case(const char *kernel, const char **gen, int ngen, int R,
     free(y);
 }
 
+/* mhc_bwd_gemms (gemm_tf32.tl): fn_grad = g^T @ x and x_grad = g @ w from one shared g tile, read
+ * element-wise by the first gemm and with ldmatrix by the second; small integers, exact */
+static void mhc_bwd_case(int T, int N)
+{
+    int64_t *g = malloc(sizeof(int64_t) * (size_t)(T * 32)), *x = malloc(sizeof(int64_t) * (size_t)(T * N)),
+            *w = malloc(sizeof(int64_t) * (size_t)(32 * N));
+    float *gd = malloc(sizeof(float) * (size_t)(T * 32)), *xd = malloc(sizeof(float) * (size_t)(T * N)),
+          *wd = malloc(sizeof(float) * (size_t)(32 * N)), *fg = malloc(sizeof(float) * (size_t)(32 * N)),
+          *xg = malloc(sizeof(float) * (size_t)(T * N));
+    for (int i = 0; i < T * 32; i++)
+        gd[i] = (float)(g[i] = rnd(-4, 4));
+    for (int i = 0; i < T * N; i++)
+        xd[i] = (float)(x[i] = rnd(-4, 4));
+    for (int i = 0; i < 32 * N; i++)
+        wd[i] = (float)(w[i] = rnd(-4, 4));
+    memset(fg, 0xFF, sizeof(float) * (size_t)(32 * N));
+    memset(xg, 0xFF, sizeof(float) * (size_t)(T * N));
+    Arg args[5] = {{DT_F32, 2, {T, 32}, gd}, {DT_F32, 2, {T, N}, xd}, {DT_F32, 2, {32, N}, wd},
+                   {DT_F32, 2, {32, N}, fg}, {DT_F32, 2, {T, N}, xg}};
+    char what[128], detail[1024] = "", summary[1024];
+    snprintf(what, sizeof what, "gemm_tf32.tl mhc_bwd_gemms T=%d N=%d", T, N);
+    nbank_tally = 0;
+    bool ok = run_kernel(path_of("gemm_tf32.tl"), "mhc_bwd_gemms", NULL, 0, args, 5, (N + 127) / 128, 1);
+    for (int j = 0; ok && j < 32; j++)
+        for (int n = 0; ok && n < N; n++) {
+            int64_t want = 0;
+            for (int t = 0; t < T; t++)
+                want += g[t * 32 + j] * x[t * N + n];
+            if (fg[j * N + n] != (float)want) {
+                snprintf(detail, sizeof detail, "fn_grad[%d, %d] = %g, expected %lld", j, n, fg[j * N + n], (long long)want);
+                ok = false;
+            }
+        }
+    for (int t = 0; ok && t < T; t++)
+        for (int n = 0; ok && n < N; n++) {
+            int64_t want = 0;
+            for (int j = 0; j < 32; j++)
+                want += g[t * 32 + j] * w[j * N + n];
+            if (xg[t * N + n] != (float)want) {
+                snprintf(detail, sizeof detail, "x_grad[%d, %d] = %g, expected %lld", t, n, xg[t * N + n], (long long)want);
+                ok = false;
+            }
+        }
+    /* whole tiles only: a ragged last tile leaves lanes out, which the count cannot judge */
+    if (ok && T % 32 == 0 && !banks_report(ACC_READS | ACC_WRITES, detail, sizeof detail, summary, sizeof summary))
+        ok = false;
+    report(what, ok, ok ? NULL : detail);
+    if (ok && T % 32 == 0)
+        printf("      shared wavefronts / minimum: %s\n", summary);
+    free(g);
+    free(x);
+    free(w);
+    free(gd);
+    free(xd);
+    free(wd);
+    free(fg);
+    free(xg);
+}
+
 /* y = x^T through a shared tile (transpose.tl): bit-exact, and for whole tiles at most
  * max_excess times the shared wavefronts the bytes need (1: free of bank conflicts, what the XOR
  * swizzle of 128-byte rows and the lane mapping of the transposing copy give; narrower rows are
@@ -1524,26 +1706,49 @@ int main(int argc, char **argv)
     cumsum2d_case("cumsum_u8", NULL, 0, 1, 64, 1, DT_U8, DT_U8, false);
     rowsum_scan_case(32, 64);
     /* gemm: bf16 64x64x64 (shared operands, ldmatrix; .trans for B), ragged shapes, pipelined */
-    gemm_case("gemm_bf16.tl", "gemm_bf16", s1, 1, DT_BF16, false, false, 64, 64, 64, 64, 64, DT_F32);
-    gemm_case("gemm_bf16.tl", "gemm_bf16", s1, 1, DT_BF16, false, false, 128, 192, 128, 64, 64, DT_F32);
-    gemm_case("gemm_bf16.tl", "gemm_bf16", s2, 1, DT_BF16, false, false, 100, 72, 136, 64, 64, DT_F32);
-    gemm_case("gemm_bf16.tl", "gemm_bf16", s3, 1, DT_BF16, false, false, 64, 64, 200, 64, 64, DT_F32);
-    gemm_case("gemm_bf16.tl", "gemm_bf16_out", NULL, 0, DT_BF16, false, false, 64, 64, 64, 64, 64, DT_BF16);
-    gemm_case("gemm_bf16.tl", "gemm_bf16_any", NULL, 0, DT_BF16, false, false, 64, 72, 104, 64, 64, DT_F32);
-    gemm_case("gemm_bf16.tl", "gemm_bf16_any", NULL, 0, DT_BF16, false, false, 70, 66, 71, 64, 64, DT_F32);
+    gemm_case("gemm_bf16.tl", "gemm_bf16", s1, 1, DT_BF16, false, false, 64, 64, 64, 64, 64,
+              DT_F32, ACC_READS | ACC_WRITES);
+    gemm_case("gemm_bf16.tl", "gemm_bf16", s1, 1, DT_BF16, false, false, 128, 192, 128, 64, 64,
+              DT_F32, ACC_READS | ACC_WRITES);
+    gemm_case("gemm_bf16.tl", "gemm_bf16", s2, 1, DT_BF16, false, false, 100, 72, 136, 64, 64,
+              DT_F32, ACC_READS | ACC_WRITES);
+    gemm_case("gemm_bf16.tl", "gemm_bf16", s3, 1, DT_BF16, false, false, 64, 64, 200, 64, 64,
+              DT_F32, ACC_READS | ACC_WRITES);
+    gemm_case("gemm_bf16.tl", "gemm_bf16_out", NULL, 0, DT_BF16, false, false, 64, 64, 64, 64, 64,
+              DT_BF16, ACC_READS | ACC_WRITES);
+    gemm_case("gemm_bf16.tl", "gemm_bf16_any", NULL, 0, DT_BF16, false, false, 64, 72, 104, 64, 64,
+              DT_F32, ACC_READS | ACC_WRITES);
+    gemm_case("gemm_bf16.tl", "gemm_bf16_any", NULL, 0, DT_BF16, false, false, 70, 66, 71, 64, 64, DT_F32, ACC_READS);
     /* tf32: A row-major and B as N x K (ldmatrix), and A as K x M, B as K x N (element loads) */
-    gemm_case("gemm_tf32.tl", "gemm_tf32_nt", s2, 1, DT_F32, false, true, 32, 24, 512, 32, 32, DT_F32);
-    gemm_case("gemm_tf32.tl", "gemm_tf32_nt", s1, 1, DT_F32, false, true, 64, 32, 96, 32, 32, DT_F32);
-    gemm_case("gemm_tf32.tl", "gemm_tf32_tn", NULL, 0, DT_F32, true, false, 64, 64, 64, 32, 32, DT_F32);
-    gemm_case("gemm_tf32.tl", "gemm_tf32_k256", NULL, 0, DT_F32, false, true, 40, 48, 600, 32, 24, DT_F32);
+    gemm_case("gemm_tf32.tl", "gemm_tf32_nt", s2, 1, DT_F32, false, true, 32, 24, 512, 32, 32,
+              DT_F32, ACC_READS | ACC_WRITES);
+    gemm_case("gemm_tf32.tl", "gemm_tf32_nt", s1, 1, DT_F32, false, true, 64, 32, 96, 32, 32,
+              DT_F32, ACC_READS | ACC_WRITES);
+    gemm_case("gemm_tf32.tl", "gemm_tf32_tn", NULL, 0, DT_F32, true, false, 64, 64, 64, 32, 32,
+              DT_F32, ACC_READS | ACC_WRITES);
+    gemm_case("gemm_tf32.tl", "gemm_tf32_k256", NULL, 0, DT_F32, false, true, 40, 48, 600, 32, 24,
+              DT_F32, ACC_READS | ACC_WRITES);
+    gemm_case("gemm_tf32.tl", "gemm_tf32_tt", NULL, 0, DT_F32, true, true, 64, 96, 96, 32, 32,
+              DT_F32, ACC_READS | ACC_WRITES);
+    /* mhc_pre_norm_fn's backward: 32 x 128 x 128 tokens with A^T (element loads), 128 tokens x 128
+     * x 32 (ldmatrix for A, element loads for B), and both from one g tile (the gemm swizzle) */
+    gemm_case("gemm_tf32.tl", "mhc_bwd_fn_grad", NULL, 0, DT_F32, true, false, 32, 256, 300, 32, 128, DT_F32,
+              ACC_READS | ACC_WRITES);
+    gemm_case("gemm_tf32.tl", "mhc_bwd_x_grad", NULL, 0, DT_F32, false, false, 200, 256, 32, 128, 128, DT_F32,
+              ACC_READS | ACC_WRITES);
+    mhc_bwd_case(96, 256);
+    mhc_bwd_case(70, 128);
     /* f16 with both operands transposed: ldmatrix.trans for A, ldmatrix for B */
-    gemm_case("gemm_bf16.tl", "gemm_f16_tt", NULL, 0, DT_F16, true, true, 64, 128, 96, 64, 64, DT_F32);
+    gemm_case("gemm_bf16.tl", "gemm_f16_tt", NULL, 0, DT_F16, true, true, 64, 128, 96, 64, 64,
+              DT_F32, ACC_READS | ACC_WRITES);
     /* fp8: K-major operands (ldmatrix), and e5m2 with an N-major B (element loads) */
-    gemm_case("gemm_fp8.tl", "gemm_e4m3", s2, 1, DT_E4M3, false, true, 64, 64, 128, 64, 64, DT_F32);
-    gemm_case("gemm_fp8.tl", "gemm_e5m2_nn", NULL, 0, DT_E5M2, false, false, 64, 32, 128, 32, 32, DT_F32);
+    gemm_case("gemm_fp8.tl", "gemm_e4m3", s2, 1, DT_E4M3, false, true, 64, 64, 128, 64, 64,
+              DT_F32, ACC_READS | ACC_WRITES);
+    gemm_case("gemm_fp8.tl", "gemm_e5m2_nn", NULL, 0, DT_E5M2, false, false, 64, 32, 128, 32, 32, DT_F32, 0);
     /* frag operands, and a parallel loop and reduction over the accumulator */
-    gemm_case("gemm_frag.tl", "gemm_frag", NULL, 0, DT_BF16, false, false, 32, 32, 64, 32, 32, DT_F32);
-    gemm_case("gemm_frag.tl", "gemm_small", NULL, 0, DT_BF16, false, false, 16, 8, 16, 16, 8, DT_F32);
+    gemm_case("gemm_frag.tl", "gemm_frag", NULL, 0, DT_BF16, false, false, 32, 32, 64, 32, 32, DT_F32, 0);
+    gemm_case("gemm_frag.tl", "gemm_small", NULL, 0, DT_BF16, false, false, 16, 8, 16, 16, 8,
+              DT_F32, ACC_READS | ACC_WRITES);
     /* a 2-stage pipelined copy-and-sum, with ragged rows and columns */
     pipe_sum_case("pipe_row_sum16", s2, 1, 64, 256);
     pipe_sum_case("pipe_row_sum16", s2, 1, 50, 200);

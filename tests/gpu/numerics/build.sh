@@ -1,5 +1,5 @@
 #!/bin/sh
-# build.sh — builds the GPU numerics programs (crosscheck, mufu_dump) with nvcc.
+# build.sh — builds the GPU numerics programs (crosscheck, mufu_dump, mma_model) with nvcc.
 # Usage, from anywhere: tests/gpu/numerics/build.sh OUTDIR [ARCH_FLAGS...]
 # Default ARCH_FLAGS: -arch=sm_90a (H200). For Blackwell, pass e.g.
 #   -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_100a,code=sm_100a
@@ -27,8 +27,8 @@ shift
 nvcc=${NVCC:-nvcc}
 command -v "$nvcc" >/dev/null 2>&1 || nvcc=/usr/local/cuda/bin/nvcc
 mkdir -p "$out"
-for prog in crosscheck mufu_dump; do
+for prog in crosscheck mufu_dump mma_model; do
     "$nvcc" -O2 -std=c++17 "$@" -I"$root/numerics" -Xcompiler -ffp-contract=off,-Wall,-Wextra \
-        -o "$out/$prog" "$root/tests/gpu/numerics/$prog.cu" "$root/numerics/numerics.c"
+        -o "$out/$prog" "$root/tests/gpu/numerics/$prog.cu" "$root/numerics/numerics.c" "$root/numerics/numerics_mma.c"
 done
-echo "built $out/crosscheck and $out/mufu_dump"
+echo "built $out/crosscheck, $out/mufu_dump and $out/mma_model"

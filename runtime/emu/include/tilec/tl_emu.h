@@ -63,12 +63,16 @@ typedef struct tl_emu_options {
     int max_reports;
 } tl_emu_options;
 
-/* The global memory of one tensor parameter: the bytes [base, base + bytes) that its shape and
- * strides span. Global accesses are checked against these (tl_emu_launch_config.ranges). */
+/* The global memory of one tensor parameter, or of one tensor of a tensor list: the bytes
+ * [base, base + bytes) that its shape and strides span. Global accesses are checked against these
+ * (tl_emu_launch_config.ranges). */
 typedef struct tl_emu_range {
     const void *base;   /* the lowest byte (the data pointer unless a stride is negative); NULL: absent */
     size_t bytes;       /* 0 for an empty tensor */
     const char *name;   /* the parameter, for reports; may be NULL */
+    int element;        /* a tensor of a list: its index + 1 (reported as name[index]); -1 for the range
+                         * after a list's, which an index outside 0 .. max - 1 takes; 0 otherwise */
+    int length;         /* ... and the list's length: the ranges of the elements past it have no memory */
 } tl_emu_range;
 
 /* The range of a tensor with elements of elem_bits bits (4: two to a byte, as e2m1), shape and
@@ -82,9 +86,10 @@ typedef struct tl_emu_launch_config {
     unsigned block;     /* threads per block (1-D), 1..1024 */
     size_t smem;        /* bytes of shared memory per block */
     int cooperative;    /* every block resident at once (grid_sync) */
-    /* one range per tensor parameter, in parameter order (an absent optional tensor too); an
-     * access through a tensor parameter outside its range stops the launch (TL_EMU_ERROR_MEMORY).
-     * NULL: global accesses are not checked. Read during the launch. */
+    /* one range per tensor parameter and MAX + 1 per tensor list parameter, in parameter order
+     * (an absent optional tensor too; see TL_EMU_MAX_RANGES in tl_emu_abi.h); an access through a
+     * tensor parameter or a list's tensor outside its range stops the launch
+     * (TL_EMU_ERROR_MEMORY). NULL: global accesses are not checked. Read during the launch. */
     const tl_emu_range *ranges;
     int nranges;
 } tl_emu_launch_config;
@@ -96,7 +101,8 @@ typedef struct tl_emu_launch_config {
  * malformed fails that launch (TL_EMU_ERROR_INVALID). */
 
 /* Runs the kernel. params: one pointer per kernel parameter of the ABI (compiler.h: a tensor is
- * a data pointer, its extents and its strides, each a separate parameter), exactly as
+ * a data pointer, its extents and its strides, each a separate parameter; a tensor list's
+ * pointers are one parameter, an array of MAX of them), exactly as
  * cuLaunchKernel takes them; data pointers are host pointers. opts may be NULL. err (may be
  * NULL) receives a description of any error, several lines for deadlocks and races. */
 tl_emu_status tl_emu_launch(const tl_emu_kernel *k, void **params, const tl_emu_launch_config *cfg,

@@ -48,6 +48,10 @@ enum {
     TL_EMU_X2_COUNT
 };
 
+/* the mma.sync forms of tl_emu_mma, all .row.col with f32 accumulators:
+ * m16n8k16 .f16 / .bf16, m16n8k8 .tf32, m16n8k32 .e4m3 / .e5m2 */
+enum { TL_EMU_MMA_F16, TL_EMU_MMA_BF16, TL_EMU_MMA_TF32, TL_EMU_MMA_E4M3, TL_EMU_MMA_E5M2, TL_EMU_MMA_COUNT };
+
 uint32_t tl_emu_sreg(uint32_t which);
 void *tl_emu_smem(void);
 void tl_emu_barrier(uint32_t site);
@@ -62,14 +66,26 @@ _Noreturn void tl_emu_assertfail(const char *message, const char *file, uint32_t
 int32_t tl_emu_vprintf(const char *format, const void *args);
 void tl_emu_shared_access(const void *p, uint32_t size, uint32_t kind, uint32_t site);
 void tl_emu_cp_async(void *dst, const void *src, uint32_t size, uint32_t src_size, uint32_t site);
+/* Tensor-core instructions, warp-collective like shfl (all 32 lanes of the warp take part).
+ * tl_emu_mma: `mma.sync.aligned.m16n8kK.row.col.f32.T.T.f32` of the form (TL_EMU_MMA_*): regs[0..3]
+ * the lane's A registers, regs[4..5] its B registers, regs[6..9] its C (f32 bits); the lane's D
+ * comes back in regs[6..9]. The arithmetic is the numerics library's model (tl_num_mma_m16n8).
+ * tl_emu_ldmatrix: `ldmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16` with mode N (1, 2, 4), plus 8
+ * for .trans: lanes 0 .. 8N-1 each give the address of one 16-byte row (checked like a shared
+ * load), and out[0 .. N-1] receive the lane's registers. */
+void tl_emu_mma(uint32_t form, uint32_t *regs, uint32_t site);
+void tl_emu_ldmatrix(uint32_t mode, const void *row, uint32_t *out, uint32_t site);
 /* Global memory. The ranges of the launch's tensors (tl_emu_launch_config.ranges) as
- * TL_EMU_MAX_TENSORS pairs (base, size in bytes), indexed by a tensor parameter's index among the
- * kernel's tensor parameters, which a thread reads once for the inline check that the compiler
- * puts before each access through a tensor: size 0 where there is no range, size UINT64_MAX
- * (base 0) everywhere when the launch checks nothing. An access that fails the check calls
- * tl_emu_global_access, which stops the launch with a report unless the access lies in that
- * tensor's range (with `tensor` TL_EMU_NO_TENSOR: in any tensor's range). */
-#define TL_EMU_MAX_TENSORS 64
+ * TL_EMU_MAX_RANGES pairs (base, size in bytes), which a thread reads for the inline check that
+ * the compiler puts before each access through a tensor: size 0 where there is no range, size
+ * UINT64_MAX (base 0) everywhere when the launch checks nothing. The ranges follow the kernel's
+ * tensor and tensor-list parameters in order: one for a tensor, MAX + 1 for a tensor list taking
+ * at most MAX tensors (one per tensor, those past its length without memory, then one without
+ * memory for an index past MAX), so that an access through element i of a list is checked
+ * against that element (i read from where the kernel took the element's pointer). An access that
+ * fails the check calls tl_emu_global_access, which stops the launch with a report unless the
+ * access lies in the range `tensor` (with TL_EMU_NO_TENSOR: in any range). */
+#define TL_EMU_MAX_RANGES 4224
 const uint64_t *tl_emu_global_ranges(void);
 void tl_emu_global_access(const void *p, uint64_t size, uint32_t kind, uint32_t site, uint32_t tensor);
 

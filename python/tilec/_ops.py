@@ -1,0 +1,182 @@
+"""tilec's kernel functions as torch.library custom ops, so that torch.compile traces a model
+through them without a graph break (docs/pytorch.md).
+
+A public function joins by declaring itself once, with ``@kernel_op``: the decorator derives the
+op's schema from the function's parameters (their annotations, or the kinds it is given), and
+registers the function itself as the op ``tilec::NAME`` — as its implementation, and, run with
+launches turned off, as its fake implementation: the outputs are allocated by the same code, so
+their shapes, dtypes and strides agree by construction. An eager call goes straight to the
+function (no dispatcher on the launch path); a traced call (torch.compile, make_fx) goes through
+``torch.ops.tilec.NAME``. The public function keeps TileKernels' signature and return value:
+arguments the op schema cannot hold (a ``(data, sf)`` pair, a tuple of ints) travel flattened, and
+the results travel as a list of tensors that the declaration's ``returns`` puts back together.
+"""
+import functools
+import inspect
+import typing
+
+import torch
+
+from . import _runtime
+
+# How a public argument travels through the op: its kind and the op schema type(s).
+TENSOR, OPT_TENSOR, QUANT, PAIR = "Tensor", "Tensor?", "quant", "pair"
+INT, OPT_INT, INTS, OPT_INTS = "int", "int?", "int[]", "int[]?"
+FLOAT, OPT_FLOAT, BOOL, STR, OPT_STR, DTYPE = "float", "float?", "bool", "str", "str?", "ScalarType"
+TENSORS = "Tensor[]"
+
+_FROM_ANNOTATION = {
+    torch.Tensor: TENSOR, typing.Optional[torch.Tensor]: OPT_TENSOR, int: INT, typing.Optional[int]: OPT_INT,
+    float: FLOAT, typing.Optional[float]: OPT_FLOAT, bool: BOOL, str: STR, typing.Optional[str]: OPT_STR,
+    typing.Tuple[int, int]: INTS, typing.Optional[typing.Tuple[int, int]]: OPT_INTS, torch.dtype: DTYPE,
+}
+
+OPS = {}  # op name -> the custom op, for tests (opcheck) and docs
+
+
+class _NoLaunch:
+    def __enter__(self):
+        self.saved = _runtime.faking()
+        _runtime._state.fake = True
+
+    def __exit__(self, *exc):
+        _runtime._state.fake = self.saved
+
+
+def _flatten_result(r, out):
+    if isinstance(r, torch.Tensor):
+        out.append(r)
+    elif isinstance(r, (tuple, list)):
+        for e in r:
+            _flatten_result(e, out)
+    elif r is not None:
+        raise TypeError(f"a kernel op returns tensors, tuples of tensors or None, not {type(r).__name__}")
+    return out
+
+
+def _rebuild_tuple(flat, args):
+    return tuple(flat)
+
+
+def _rebuild_single(flat, args):
+    return flat[0]
+
+
+def _rebuild_none(flat, args):
+    return None
+
+
+_RETURNS = {"tuple": _rebuild_tuple, "tensor": _rebuild_single, "none": _rebuild_none}
+
+
+def kernel_op(name=None, *, kinds=None, mutates=(), returns="tuple"):
+    """Declares a public kernel function as the custom op ``tilec::name`` (default: the function's
+    name). ``kinds`` gives the travel kind of parameters whose annotation does not say it
+    (QUANT: a tensor or a (data, sf) pair; PAIR: always a pair; INTS: a tuple of ints; ...);
+    ``mutates`` names the tensors the kernels write in place (the op returns their new values after
+    its results, and the traced call copies them back); ``returns`` rebuilds the public
+    return value from the op's list of result tensors: "tuple", "tensor", "none" or a function
+    (flat, args) -> value, args being the public call's arguments by name."""
+    def deco(fn):
+        op_name = name or fn.__name__
+        sig = inspect.signature(fn)
+        params = []
+        for p in sig.parameters.values():
+            kind = (kinds or {}).get(p.name) or _FROM_ANNOTATION.get(p.annotation)
+            if kind is None:
+                raise TypeError(f"kernel_op {op_name}: say how parameter '{p.name}' travels (kinds=...)")
+            params.append((p.name, kind, p.default))
+        schema_args = []
+        for pname, kind, _ in params:
+            if kind in (QUANT, PAIR):
+                schema_args += [f"Tensor {pname}", f"Tensor? {pname}_sf" if kind == QUANT else f"Tensor {pname}_sf"]
+            else:
+                schema_args.append(f"{kind} {pname}")
+        schema = f"({', '.join(schema_args)}) -> Tensor[]"
+        rebuild = _RETURNS.get(returns, returns)
+
+        def flatten(args):
+            flat = []
+            for pname, kind, _ in params:
+                v = args[pname]
+                if kind in (QUANT, PAIR):
+                    if isinstance(v, (tuple, list)) and len(v) == 2:
+                        flat += [v[0], v[1]]
+                    elif kind == QUANT:
+                        flat += [v, None]
+                    else:
+                        flat += [v, None]   # the function's own check reports it
+                elif kind in (INTS, OPT_INTS) and v is not None:
+                    flat.append(list(v))
+                else:
+                    flat.append(v)
+            return flat
+
+        def unflatten(flat):
+            args, i = {}, 0
+            for pname, kind, _ in params:
+                if kind in (QUANT, PAIR):
+                    args[pname] = flat[i] if flat[i + 1] is None and kind == QUANT else (flat[i], flat[i + 1])
+                    i += 2
+                elif kind in (INTS, OPT_INTS) and flat[i] is not None:
+                    args[pname] = tuple(flat[i])
+                    i += 1
+                else:
+                    args[pname] = flat[i]
+                    i += 1
+            return args
+
+        def impl(*flat):
+            # The op is functional: a tensor the function writes in place (``mutates``) is cloned,
+            # written, and returned after the results; the traced call copies it back into the
+            # caller's tensor (auto-functionalisation supports neither Tensor[] results nor
+            # optional written tensors, and this costs only the clone, on the traced path).
+            args = unflatten(flat)
+            written = [args[m].clone() for m in mutates if args[m] is not None]
+            it = iter(written)
+            for m in mutates:
+                if args[m] is not None:
+                    args[m] = next(it)
+            res = _flatten_result(fn(**args), [])
+            return [r for r in res if not any(r is w for w in written)] + written
+
+        def fake(*flat):
+            with _NoLaunch():
+                return impl(*flat)
+
+        op = torch.library.custom_op(f"tilec::{op_name}", impl, mutates_args=(), schema=schema)
+        op.register_fake(fake)
+        OPS[op_name] = op
+
+        @functools.wraps(fn)
+        def call(*a, **kw):
+            if not torch.compiler.is_compiling():
+                return fn(*a, **kw)
+            bound = sig.bind(*a, **kw)
+            bound.apply_defaults()
+            args = bound.arguments
+            res = op(*flatten(args))
+            present = [m for m in mutates if args[m] is not None]
+            if present:
+                res, written = res[:-len(present)], res[-len(present):]
+                for m, w in zip(present, written):
+                    args[m].copy_(w)
+            return rebuild(res, args)
+
+        def op_args(*a, **kw):
+            """The op's arguments for a public call's (for torch.library.opcheck)."""
+            bound = sig.bind(*a, **kw)
+            bound.apply_defaults()
+            return tuple(flatten(bound.arguments))
+
+        call.op = op
+        call.op_args = op_args
+        call.impl = fn
+        return call
+    return deco
+
+
+def no_launch():
+    """A context in which the kernel functions allocate their outputs and launch nothing (their
+    fake implementations)."""
+    return _NoLaunch()

@@ -1,0 +1,177 @@
+"""The mHC ops on the GPU over TileKernels' grids (spec moe-engram-mhc.md §3): expand_to_mhc
+(n0 in {1, 2}, n1 in {1024, 4096}, m in {2, 4, 8}, H in {1280, 2560, 7168}), sinkhorn_normalize
+(n1 in {1, 1024, 4096}), mhc_pre_split_mixes and mhc_head_compute_mix (n1 in {1024, 4096}, SM
+counts 1, device - 20 and the device's), mhc_pre_apply_mix (H in {1280, 2560, 7680}) and
+mhc_post (n1 = 4096, H in {1280, 2560, 7168}), forward and backward against tilec.torch.mhc at
+the spec's tolerances, bit for bit where kernel and reference evaluate the same formula; token
+counts 0 and 1 and ragged ones; the residual-gradient protocol. Outputs are poisoned first, so
+elements the kernels leave unwritten show. Tests named *small* are the compute-sanitizer subset
+of scripts/gpu_mhc.sh."""
+import pytest
+import torch
+
+import tilec
+from tilec.modeling.mhc import ops as O
+from tilec.testing import assert_equal
+from tilec.testing.generator import generate_num_sms
+from tilec.torch import mhc as R
+
+
+@pytest.fixture(autouse=True)
+def _device_sms():
+    yield
+    tilec.set_num_sms(tilec.get_device_num_sms())
+
+
+@pytest.fixture(autouse=True)
+def _poison(monkeypatch):
+    """Every torch.empty / empty_like / new_empty on the GPU comes back filled with 0xA5 bytes."""
+    real_empty, real_like, real_new = torch.empty, torch.empty_like, torch.Tensor.new_empty
+
+    def poisoned(t):
+        if t.is_cuda and t.numel():
+            raw = real_empty(0, dtype=torch.uint8, device=t.device)
+            raw.set_(t.untyped_storage())
+            raw.fill_(0xA5)
+        return t
+    monkeypatch.setattr(torch, "empty", lambda *a, **kw: poisoned(real_empty(*a, **kw)))
+    monkeypatch.setattr(torch, "empty_like", lambda *a, **kw: poisoned(real_like(*a, **kw)))
+    monkeypatch.setattr(torch.Tensor, "new_empty", lambda self, *a, **kw: poisoned(real_new(self, *a, **kw)))
+
+
+def cuda(*shape, dtype=torch.float32):
+    return torch.randn(shape, device="cuda").to(dtype)
+
+
+@pytest.mark.parametrize("n0", [1, 2])
+@pytest.mark.parametrize("n1", [0, 1, 1024, 4096])
+@pytest.mark.parametrize("m", [2, 4, 8])
+@pytest.mark.parametrize("H", [1280, 2560, 7168])
+def test_expand(n0, n1, m, H):
+    x = cuda(n0, n1, H, dtype=torch.bfloat16)
+    assert_equal(O.expand_to_mhc(x, m), R.expand_to_mhc_ref(x, m))
+    og = cuda(n0, n1, m, H, dtype=torch.bfloat16)
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    O.expand_to_mhc(xa, m).backward(og)
+    R.expand_to_mhc_ref(xb, m).backward(og)
+    torch.testing.assert_close(xa.grad, xb.grad)
+    assert_equal(xa.grad, og.float().sum(-2).bfloat16())
+
+
+@pytest.mark.parametrize("n0", [1, 2])
+@pytest.mark.parametrize("n1", [1, 1024, 4096])
+def test_sinkhorn(n0, n1):
+    x, gy = cuda(n0, n1, 4, 4), cuda(n0, n1, 4, 4)
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    y = O.sinkhorn_normalize(xa, 10, 1e-6)
+    y.backward(gy)
+    yr = R.sinkhorn_normalize_ref(xb, 10, 1e-6)
+    yr.backward(gy)
+    torch.testing.assert_close(y, yr)
+    torch.testing.assert_close(xa.grad, xb.grad)
+
+
+def sms_counts():
+    return sorted({1, 3, *generate_num_sms()})
+
+
+@pytest.mark.parametrize("n0", [1, 2])
+@pytest.mark.parametrize("n1", [0, 1, 1024, 4096])
+def test_split_mixes(n0, n1):
+    z, scale, base = cuda(n0, n1, 24), cuda(3), cuda(24)
+    grads = (cuda(n0, n1, 4, 1), cuda(n0, n1, 4, 1), cuda(n0, n1, 4, 4))
+    b = [t.clone().requires_grad_() for t in (z, scale, base)]
+    want = R.mhc_pre_split_mixes_ref(*b, 4, 2.0, 1e-2)
+    torch.autograd.backward(want, grads)
+    for n in sms_counts():
+        tilec.set_num_sms(n)
+        a = [t.clone().requires_grad_() for t in (z, scale, base)]
+        got = O.mhc_pre_split_mixes(*a, 4, 2.0, 1e-2)
+        torch.autograd.backward(got, grads)
+        for u, v in zip(got, want):
+            torch.testing.assert_close(u, v, rtol=1e-5, atol=2e-5)
+        for u, v in zip(a, b):
+            torch.testing.assert_close(u.grad, v.grad, rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("n0", [1, 2])
+@pytest.mark.parametrize("n1", [0, 1, 1024, 4096])
+def test_head_compute_mix(n0, n1):
+    z, scale, base, gy = cuda(n0, n1, 4), cuda(1), cuda(4), cuda(n0, n1, 4)
+    b = [t.clone().requires_grad_() for t in (z, scale, base)]
+    want = R.mhc_head_compute_mix_ref(*b, 1e-2)
+    want.backward(gy)
+    for n in sms_counts():
+        tilec.set_num_sms(n)
+        a = [t.clone().requires_grad_() for t in (z, scale, base)]
+        got = O.mhc_head_compute_mix(*a, 1e-2)
+        got.backward(gy)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+        for u, v in zip(a, b):
+            torch.testing.assert_close(u.grad, v.grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("n0", [1, 2])
+@pytest.mark.parametrize("n1", [1, 1024, 4096])
+@pytest.mark.parametrize("H", [1280, 2560, 7680])
+def test_apply_mix(n0, n1, H):
+    x = torch.sigmoid(cuda(n0, n1, 4, H)).bfloat16()
+    mix = torch.softmax(cuda(n0, n1, 4, 1), dim=-2)
+    og = cuda(n0, n1, H, dtype=torch.bfloat16)
+    xa, ma = x.clone().requires_grad_(), mix.clone().requires_grad_()
+    out = O.mhc_pre_apply_mix(xa, ma)
+    assert_equal(out, R.mhc_pre_apply_mix_ref(x, mix))
+    buf = torch.zeros_like(x)
+    xa.untyped_storage().grad_from_mhc_post = buf
+    out.backward(og)
+    assert xa.grad is None
+    xb, mb = x.clone().requires_grad_(), mix.clone().requires_grad_()
+    R.mhc_pre_apply_mix_ref(xb, mb).backward(og)
+    torch.testing.assert_close(buf, xb.grad, atol=1e-2, rtol=1e-3)
+    torch.testing.assert_close(ma.grad, mb.grad, atol=1e-2, rtol=1e-3)
+
+
+@pytest.mark.parametrize("n0", [1, 2])
+@pytest.mark.parametrize("n1", [1, 4096])
+@pytest.mark.parametrize("H", [1280, 2560, 7168])
+def test_post(n0, n1, H):
+    x, res = cuda(n0, n1, H, dtype=torch.bfloat16), cuda(n0, n1, 4, H, dtype=torch.bfloat16)
+    post, comb, go = cuda(n0, n1, 4, 1), cuda(n0, n1, 4, 4), cuda(n0, n1, 4, H, dtype=torch.bfloat16)
+    a = [t.clone().requires_grad_() for t in (x, res, post, comb)]
+    out = O.mhc_post(*a)
+    assert_equal(out, R.mhc_post_ref(x, res, post, comb))
+    out.backward(go)
+    b = [t.clone().requires_grad_() for t in (x, res, post, comb)]
+    R.mhc_post_ref(*b).backward(go)
+    torch.testing.assert_close(a[0].grad, b[0].grad)
+    torch.testing.assert_close(a[1].grad, b[1].grad)
+    torch.testing.assert_close(a[2].grad, b[2].grad, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(a[3].grad, b[3].grad, atol=1e-4, rtol=1e-4)
+
+
+def test_post_after_sinkhorn_small():
+    """The post forward right after the kernel that writes its comb mix (programmatic dependent
+    launch: the mixes are read after the wait)."""
+    for _ in range(20):
+        x, res = cuda(1, 333, 1280, dtype=torch.bfloat16), cuda(1, 333, 4, 1280, dtype=torch.bfloat16)
+        post, raw = cuda(1, 333, 4, 1), cuda(1, 333, 4, 4)
+        comb = O.sinkhorn_normalize(raw)
+        got = O.mhc_post(x, res, post, comb)
+        assert_equal(got, R.mhc_post_ref(x, res, post, comb))
+
+
+def test_ops_small():
+    """Every op once at a small ragged size, for compute-sanitizer."""
+    x = cuda(1, 37, 300, dtype=torch.bfloat16).requires_grad_()
+    r = O.expand_to_mhc(x, 4)
+    z = cuda(1, 37, 24).requires_grad_()
+    scale, base = cuda(3).requires_grad_(), cuda(24).requires_grad_()
+    pre, post, comb = O.mhc_pre_split_mixes(z, scale, base, 4, 2.0, 1e-2)
+    comb = O.sinkhorn_normalize(comb)
+    li = O.mhc_pre_apply_mix(r, pre)
+    y = O.mhc_post(torch.tanh(li.float()).bfloat16(), r, post, comb)
+    hz = cuda(1, 37, 4).requires_grad_()
+    h = O.mhc_head_compute_mix(hz, cuda(1).requires_grad_(), cuda(4).requires_grad_(), 1e-2)
+    ((y.float() ** 2).mean() + h.sum()).backward()
+    torch.cuda.synchronize()
+    assert all(t.grad is not None for t in (x, z, scale, base, hz))
