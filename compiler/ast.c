@@ -232,6 +232,17 @@ void ast_print_type(StrBuf *out, const TypeExpr *t)
             sb_puts(out, " optional");
         sb_puts(out, ")");
         break;
+    case TE_TILE:
+        sb_printf(out, "(tile %s ", scope_name(t->scope));
+        ast_print_type(out, t->elem);
+        sb_puts(out, " [");
+        for (int i = 0; i < t->dims.n; i++) {
+            if (i)
+                sb_puts(out, " ");
+            ast_print_expr(out, t->dims.v[i]);
+        }
+        sb_puts(out, "])");
+        break;
     case TE_LIST:
         sb_puts(out, "(list ");
         ast_print_type(out, t->elem);
@@ -340,6 +351,16 @@ static void print_stmt(StrBuf *out, const Stmt *s, int ind)
         sb_puts(out, ")");
         break;
     case ST_FOR:
+        if (s->for_kind == FOR_TILE) {
+            sb_puts(out, "(for-tile");
+            for (int i = 0; i < s->nnames; i++)
+                sb_printf(out, " %s", s->names[i].s);
+            sb_puts(out, "\n");
+            print_stmts(out, s->body, ind + 1);
+            indent(out, ind);
+            sb_puts(out, ")");
+            break;
+        }
         sb_printf(out, "(for%s %s ", s->for_kind == FOR_UNROLL ? "-unroll" : s->for_kind == FOR_PIPELINED ? "-pipelined" : "",
                   s->names[0].s);
         if (s->stages) {
@@ -468,7 +489,24 @@ void ast_print_module(StrBuf *out, const Module *m)
                 sb_puts(out, ")\n");
             }
             if (it->kind == IT_KERNEL) {
-                sb_puts(out, "  (launch (grid");
+                sb_puts(out, "  (launch ");
+                if (it->launch.persistent) {
+                    sb_puts(out, "(persistent (tiles");
+                    print_list(out, it->launch.tiles);
+                    sb_puts(out, ")");
+                    if (it->launch.waves) {
+                        sb_puts(out, " (waves ");
+                        ast_print_expr(out, it->launch.waves);
+                        sb_puts(out, ")");
+                    }
+                    if (it->launch.stages) {
+                        sb_puts(out, " (stages ");
+                        ast_print_expr(out, it->launch.stages);
+                        sb_puts(out, ")");
+                    }
+                    sb_puts(out, ") ");
+                }
+                sb_puts(out, "(grid");
                 print_list(out, it->launch.grid);
                 sb_puts(out, ") (threads ");
                 ast_print_expr(out, it->launch.threads);
@@ -531,6 +569,84 @@ Expr *ast_clone_expr(Arena *a, const Expr *e)
     c->args = clone_list(a, e->args);
     c->targs = clone_list(a, e->targs);
     return c;
+}
+
+/* ---- the grid of a persistent launch ---- */
+static Expr *syn(Arena *a, ExprKind k, Loc loc, int depth)
+{
+    Expr *e = ast_expr(a, k, loc);
+    e->depth = depth;
+    return e;
+}
+
+static Expr *syn_int(Arena *a, int64_t v, Loc loc)
+{
+    Expr *e = syn(a, EX_INT, loc, 1);
+    e->ival = v;
+    return e;
+}
+
+static Expr *syn_bin(Arena *a, OpKind op, Expr *x, Expr *y)
+{
+    Expr *e = syn(a, EX_BINARY, x->loc, 1 + (x->depth > y->depth ? x->depth : y->depth));
+    e->op = op;
+    e->a = x;
+    e->b = y;
+    return e;
+}
+
+/* a call of a builtin by name (`min`, `max`, `select`, `num_sms` are not keywords) */
+static Expr *syn_call(Arena *a, const char *fname, Loc loc, Expr *x, Expr *y, Expr *z)
+{
+    Expr *e = syn(a, EX_CALL, loc, 1);
+    e->a = syn(a, EX_NAME, loc, 1);
+    e->a->str = fname;
+    Expr *args[3] = {x, y, z};
+    for (int i = 0; i < 3 && args[i]; i++) {
+        exprlist_push(a, &e->args, args[i]);
+        if (args[i]->depth >= e->depth)
+            e->depth = args[i]->depth + 1;
+    }
+    e->arg_names = ARENA_ARRAY(a, const char *, 3);
+    return e;
+}
+
+/* The grid: with stages > 0, min(T0 * T1 * T2, num_sms * waves) blocks in one dimension (the
+ * blocks walk the tiles); with stages = 0, (T0, T1, T2), a block per tile. An expression for the
+ * stages becomes select(stages > 0, ..., ...) in each dimension, decided per specialisation.
+ * The counts are copies: the launch is checked on the host's terms and the tile loop on the
+ * device's, each annotating its own nodes. */
+void ast_expand_persistent(Arena *a, Launch *l)
+{
+    memset(&l->grid, 0, sizeof l->grid);
+    if (l->tiles.n < 1 || l->tiles.n > 3)
+        return; /* reported by sema */
+    Loc loc = l->tiles.v[0]->loc;
+    Expr *count = ast_clone_expr(a, l->tiles.v[0]);
+    for (int i = 1; i < l->tiles.n; i++)
+        count = syn_bin(a, OP_MUL, count, ast_clone_expr(a, l->tiles.v[i]));
+    Expr *waves = l->waves ? ast_clone_expr(a, l->waves)
+                  : l->blocks_per_sm ? syn_call(a, "max", l->blocks_per_sm->loc, ast_clone_expr(a, l->blocks_per_sm),
+                                                syn_int(a, 1, l->blocks_per_sm->loc), NULL)
+                                     : syn_int(a, 1, loc);
+    Expr *sms = syn(a, EX_NAME, loc, 1);
+    sms->str = "num_sms";
+    Expr *walk = syn_call(a, "min", loc, count, syn_bin(a, OP_MUL, sms, waves), NULL);
+    const Expr *st = l->stages;
+    if (!st || (st->kind == EX_INT && st->ival > 0)) {
+        exprlist_push(a, &l->grid, walk);
+        return;
+    }
+    for (int i = 0; i < l->tiles.n; i++) {
+        Expr *one = ast_clone_expr(a, l->tiles.v[i]);
+        if (st->kind == EX_INT) { /* 0 */
+            exprlist_push(a, &l->grid, one);
+            continue;
+        }
+        Expr *cond = syn_bin(a, OP_GT, ast_clone_expr(a, st), syn_int(a, 0, st->loc));
+        Expr *walking = i == 0 ? walk : syn_int(a, 1, one->loc);
+        exprlist_push(a, &l->grid, syn_call(a, "select", one->loc, cond, walking, one));
+    }
 }
 
 static Stmt *clone_stmt(Arena *a, const Stmt *s)
@@ -690,6 +806,16 @@ void ast_print_type_src(StrBuf *out, const TypeExpr *t)
         }
         if (t->optional)
             sb_puts(out, "?");
+        break;
+    case TE_TILE:
+        sb_printf(out, "%s ", scope_name(t->scope));
+        ast_print_type_src(out, t->elem);
+        sb_puts(out, "[");
+        for (int i = 0; i < t->dims.n; i++) {
+            if (i) sb_puts(out, ", ");
+            ast_print_src(out, t->dims.v[i]);
+        }
+        sb_puts(out, "]");
         break;
     case TE_LIST:
         sb_puts(out, "list<");

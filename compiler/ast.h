@@ -26,14 +26,15 @@ typedef struct ConstVal {
 } ConstVal;
 
 /* ---- syntactic types ---- */
-typedef enum { TE_NAMED, TE_PRIM, TE_TENSOR, TE_LIST, TE_TUPLE } TypeExprKind;
+typedef enum { TE_NAMED, TE_PRIM, TE_TENSOR, TE_LIST, TE_TUPLE, TE_TILE } TypeExprKind;
 struct TypeExpr {
     TypeExprKind kind;
     Loc loc;
     DType prim;          /* TE_PRIM */
     const char *name;    /* TE_NAMED: a `type` generic */
-    TypeExpr *elem;      /* TE_TENSOR element; TE_LIST: the tensor type of every element */
-    ExprList dims;       /* TE_TENSOR shape */
+    TypeExpr *elem;      /* TE_TENSOR / TE_TILE element; TE_LIST: the tensor type of every element */
+    ExprList dims;       /* TE_TENSOR / TE_TILE shape */
+    Scope scope;         /* TE_TILE: a fn parameter `t: frag f32[R, C]` (shared, frag or local) */
     ExprList strides;    /* TE_TENSOR: explicit strides, n == 0 when omitted */
     bool optional;       /* TE_TENSOR followed by `?` */
     Expr *len;           /* TE_LIST: the length (a new name binds it) */
@@ -98,10 +99,21 @@ struct Expr {
 
 /* A fn call, instantiated for one call site: sema checks a copy of the body with the
  * parameters bound to the arguments; TIR lowering inlines it. */
+/* A shape or stride name of a fn's tensor parameter whose value is known only at run time: TIR
+ * lowering binds it to the argument's extent (or stride) `axis`. */
+typedef struct ShapeBind {
+    Sym *sym;
+    int param;
+    int axis;
+    bool stride;
+} ShapeBind;
+
 typedef struct InlineCall {
     struct Item *fn;
     Sym **params;             /* one per fn parameter, bound to the argument */
     int nparams;
+    ShapeBind *shapes;        /* run-time shape and stride names of tensor parameters */
+    int nshapes;
     StmtList body;
     Type *ret;
     void *tuple_bind;         /* lowering: the variables holding a tuple result */
@@ -114,7 +126,9 @@ typedef enum {
     ST_PARALLEL, ST_RETURN, ST_BREAK, ST_CONTINUE, ST_REQUIRE,
 } StmtKind;
 
-typedef enum { FOR_SERIAL, FOR_UNROLL, FOR_PIPELINED } ForKind;
+/* FOR_TILE: `for tile t { ... }`, the walk over the tiles of a `persistent` launch (its names
+ * are the tile's coordinates; lower_ast expands it as docs/language.md §7.8 says) */
+typedef enum { FOR_SERIAL, FOR_UNROLL, FOR_PIPELINED, FOR_TILE } ForKind;
 
 typedef struct Name { const char *s; Loc loc; Sym *sym; } Name;
 
@@ -167,12 +181,17 @@ typedef struct Param {
 } Param;
 
 typedef struct Launch {
-    ExprList grid;            /* 1..3 expressions */
+    ExprList grid;            /* 1..3 expressions; for `persistent(...)`, its expansion */
     Expr *threads;
     ExprList cluster;
     bool cooperative;
     bool pdl;
     Expr *blocks_per_sm;      /* NULL: no occupancy request */
+    /* persistent(tiles = T | [T0, T1, T2], waves = W, stages = S) */
+    bool persistent;
+    ExprList tiles;           /* the tile counts, one per dimension of the tile space */
+    Expr *waves;              /* blocks per SM; NULL: blocks_per_sm's, or 1 */
+    Expr *stages;             /* NULL: 1 */
     Loc loc;
 } Launch;
 
@@ -224,6 +243,8 @@ void stmtlist_push(Arena *a, StmtList *l, Stmt *s);
 
 /* printer for `tilec emit --stage=ast` */
 Expr *ast_clone_expr(Arena *a, const Expr *e);
+/* fills l->grid with the grid a persistent launch stands for (docs/language.md §7.8) */
+void ast_expand_persistent(Arena *a, Launch *l);
 StmtList ast_clone_stmts(Arena *a, StmtList l);
 void ast_print_module(StrBuf *out, const Module *m);
 void ast_print_expr(StrBuf *out, const Expr *e);

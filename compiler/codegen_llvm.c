@@ -485,11 +485,10 @@ static LLVMValueRef buf_base(CG *g, TBuf *buf)
         LLVMSetAlignment(v, 8);
         return v;
     }
-    if (!buf->cg) {
-        LLVMValueRef a = cg_expr(g, buf->addr);
-        buf->cg = LLVMBuildIntToPtr(g->b, a, g->t_ptr1, "view");
-    }
-    return buf->cg;
+    /* a view: its address is a variable set where the view is made (lower_ast), so the cast is
+     * rebuilt at each use rather than kept from the first, which may sit in a branch (a split
+     * copy's checked version) that does not dominate the others */
+    return LLVMBuildIntToPtr(g->b, cg_expr(g, buf->addr), g->t_ptr1, "view");
 }
 
 static LLVMValueRef stride_val(CG *g, TBuf *b, int d)

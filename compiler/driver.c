@@ -177,11 +177,33 @@ static void list_kernel(StrBuf *out, Item *k, int nspec)
         ast_print_type_src(out, k->params[p].ty);
         sb_puts(out, p + 1 < k->nparams ? ",\n" : "\n");
     }
-    sb_puts(out, ")\n    grid(");
-    for (int i = 0; i < k->launch.grid.n; i++) {
-        if (i)
-            sb_puts(out, ", ");
-        ast_print_src(out, k->launch.grid.v[i]);
+    if (k->launch.persistent) {
+        /* as written: the grid it stands for is the language's business (docs/language.md §7.8) */
+        sb_puts(out, ")\n    persistent(tiles = ");
+        if (k->launch.tiles.n > 1)
+            sb_puts(out, "[");
+        for (int i = 0; i < k->launch.tiles.n; i++) {
+            if (i)
+                sb_puts(out, ", ");
+            ast_print_src(out, k->launch.tiles.v[i]);
+        }
+        if (k->launch.tiles.n > 1)
+            sb_puts(out, "]");
+        if (k->launch.waves) {
+            sb_puts(out, ", waves = ");
+            ast_print_src(out, k->launch.waves);
+        }
+        if (k->launch.stages) {
+            sb_puts(out, ", stages = ");
+            ast_print_src(out, k->launch.stages);
+        }
+    } else {
+        sb_puts(out, ")\n    grid(");
+        for (int i = 0; i < k->launch.grid.n; i++) {
+            if (i)
+                sb_puts(out, ", ");
+            ast_print_src(out, k->launch.grid.v[i]);
+        }
     }
     sb_puts(out, ") threads(");
     ast_print_src(out, k->launch.threads);

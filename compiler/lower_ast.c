@@ -14,6 +14,7 @@ typedef struct Bind {
     TExpr *expr;
     TVar *var;
     Region region;
+    TExpr *ext[TL_MAX_RANK];   /* BIND_REGION of a tensor: the run-time extents (NULL: constant) */
     TBuf *buf;
     TVar **tuple;
     int ntuple;
@@ -52,6 +53,10 @@ static Bind *bind_of(Lower *L, Sym *s)
 }
 
 static void emit(Lower *L, TStmt *s) { ts_push(L->k, L->cur, s); }
+
+/* a fresh copy of e, for an expression that a name stands for at each of its uses */
+static TExpr *copy_operand(void *k, TExpr *e) { return e ? tx_rebuild(k, e, copy_operand, k) : NULL; }
+static TExpr *tx_copy(TKernel *k, const TExpr *e) { return tx_rebuild(k, e, copy_operand, k); }
 
 static TExpr *lower_expr(Lower *L, Expr *e);
 static bool lower_region(Lower *L, Expr *e, Region *r);
@@ -192,7 +197,13 @@ static bool lower_view(Lower *L, Expr *e, Region *r)
 {
     Type *t = e->type;
     TBuf *b = tir_buf(L->k, "view", SC_GLOBAL, t->dt, t->rank, NULL);
+    /* the address is taken once, where the view is made (codegen casts it at each use) */
     b->addr = lower_expr(L, e->args.v[0]);
+    if (b->addr->kind != TX_CONST && b->addr->kind != TX_VAR && b->addr->kind != TX_PARAM) {
+        TVar *av = tir_var(L->k, "view", b->addr->dt, false);
+        emit(L, ts_decl(L->k, av, b->addr));
+        b->addr = tx_var(L->k, av);
+    }
     b->align = dtype_storage_bytes(t->dt);
     Expr *shape = e->args.v[1];
     for (int i = 0; i < t->rank; i++) {
@@ -286,6 +297,62 @@ static bool lower_region(Lower *L, Expr *e, Region *r)
     return false;
 }
 
+/* The extent of dimension `dim` of the region e when only the run time knows it (for the shape
+ * names of a fn's tensor parameters): the tensor's extent, or hi - lo of the slice that cut it. */
+static TExpr *region_extent(Lower *L, Expr *e, int dim)
+{
+    TKernel *k = L->k;
+    if (e->type && (e->type->kind == TY_TENSOR || e->type->kind == TY_TILE) && dim < e->type->rank && e->type->dims[dim] >= 0)
+        return tx_const_int(k, DT_I32, e->type->dims[dim]);
+    switch (e->kind) {
+    case EX_NAME: {
+        Bind *b = e->sym ? e->sym->tir : NULL;
+        if (b && b->kind == BIND_BUF && b->buf->gdim[dim])
+            return b->buf->gdim[dim];
+        if (b && b->kind == BIND_REGION && b->ext[dim])
+            return b->ext[dim];
+        break;
+    }
+    case EX_MEMBER: return region_extent(L, e->a, 1 - dim);
+    case EX_INDEX:
+        if (e->a->type && e->a->type->kind == TY_LIST) { /* an element: the list's shape */
+            Bind *b = e->a->kind == EX_NAME && e->a->sym ? e->a->sym->tir : NULL;
+            if (b && b->kind == BIND_BUF && dim < b->buf->rank && b->buf->gdim[dim])
+                return b->buf->gdim[dim];
+            break;
+        }
+        for (int i = 0, r = 0; i < e->args.n; i++) {
+            Expr *ix = e->args.v[i];
+            if (ix->kind != EX_SLICE || r++ != dim)
+                continue;
+            TExpr *hi = ix->b ? as_i32(L, lower_expr(L, ix->b)) : region_extent(L, e->a, i);
+            return ix->a ? tx_bin(k, OP_SUB, hi, as_i32(L, lower_expr(L, ix->a))) : hi;
+        }
+        break;
+    case EX_CALL:
+        if (e->builtin == BI_VIEW)
+            return as_i32(L, lower_expr(L, e->args.v[1]->args.v[dim]));
+        break;
+    default: break;
+    }
+    diag_ice(k->diag, "lower_ast", "no run-time extent for dimension %d of a region", dim);
+    L->ok = false;
+    return tx_const_int(k, DT_I32, 0);
+}
+
+/* a name for a region (a let or a fn parameter); a tensor's run-time extents are kept for the
+ * shape names of fns it is passed to */
+static void bind_region(Lower *L, Bind *b, Expr *e)
+{
+    b->kind = BIND_REGION;
+    lower_region(L, e, &b->region);
+    if (e->type->kind != TY_TENSOR)
+        return;
+    for (int i = 0; i < e->type->rank; i++)
+        if (e->type->dims[i] < 0)
+            b->ext[i] = region_extent(L, e, i);
+}
+
 /* element of a region: buffer indices for region-relative indices */
 static void region_element(Lower *L, Region *r, TExpr **ridx, TExpr **bidx)
 {
@@ -324,9 +391,17 @@ static TExpr *lower_inline(Lower *L, Expr *call)
         Sym *ps = ic->params[i];
         Expr *arg = call->args.v[i];
         Bind *b = bind_of(L, ps);
-        if (arg->type->kind == TY_TENSOR) {
-            b->kind = BIND_REGION;
-            lower_region(L, arg, &b->region);
+        if (ps->kind == SYM_STORAGE && ps->tile_whole) {
+            /* the caller's tile itself, so that `parallel` walks it with its layout */
+            Region r;
+            if (lower_region(L, arg, &r)) {
+                b->kind = BIND_BUF;
+                b->buf = r.buf;
+            }
+            continue;
+        }
+        if (arg->type->kind == TY_TENSOR || arg->type->kind == TY_TILE) {
+            bind_region(L, b, arg);
             continue;
         }
         TExpr *v = tx_cvt(k, dt_of(ps->type), lower_expr(L, arg), RND_DEFAULT);
@@ -335,6 +410,31 @@ static TExpr *lower_inline(Lower *L, Expr *call)
             b->expr = v;
         } else {
             TVar *tv = tir_var(k, ps->name, v->dt, false);
+            emit(L, ts_decl(k, tv, v));
+            b->kind = BIND_VAR;
+            b->var = tv;
+        }
+    }
+    /* shape and stride names of tensor parameters that only the run time knows */
+    for (int i = 0; i < ic->nshapes; i++) {
+        ShapeBind *sb = &ic->shapes[i];
+        if (!sb->sym->used)
+            continue;
+        Expr *arg = call->args.v[sb->param];
+        TExpr *v;
+        if (sb->stride) {
+            Region r;
+            lower_region(L, arg, &r);
+            v = r.buf->gstride[r.src_dim[sb->axis]];
+        } else {
+            v = region_extent(L, arg, sb->axis);
+        }
+        Bind *b = bind_of(L, sb->sym);
+        if (v->kind == TX_CONST) {
+            b->kind = BIND_EXPR;
+            b->expr = v;
+        } else {
+            TVar *tv = tir_var(k, sb->sym->name, v->dt, false);
             emit(L, ts_decl(k, tv, v));
             b->kind = BIND_VAR;
             b->var = tv;
@@ -478,7 +578,7 @@ static TExpr *lower_natural(Lower *L, Expr *e)
         }
         Bind *b = s->tir;
         if (b && b->kind == BIND_EXPR)
-            return b->expr;
+            return b->expr->kind == TX_CONST ? b->expr : tx_copy(k, b->expr);
         if (b && b->kind == BIND_VAR)
             return tx_var(k, b->var);
         break;
@@ -618,6 +718,119 @@ static TExpr *apply_op(Lower *L, OpKind op, TExpr *cur, TExpr *rhs, DType target
     return tx_cvt(L->k, target, tx_bin(L->k, op, a, b), RND_DEFAULT);
 }
 
+/* whether a break or continue in l leaves the loop whose body l is (those in nested loops
+ * leave those) */
+static bool leaves_loop(StmtList l)
+{
+    for (int i = 0; i < l.n; i++) {
+        const Stmt *s = l.v[i];
+        if (s->kind == ST_BREAK || s->kind == ST_CONTINUE)
+            return true;
+        if ((s->kind == ST_BLOCK || s->kind == ST_IF) && (leaves_loop(s->body) || leaves_loop(s->els)))
+            return true;
+    }
+    return false;
+}
+
+/* a coordinate of a `for tile`: a `let` emitted here, or (as_let false) its expression, written
+ * out at each use */
+static void bind_coord(Lower *L, Sym *sym, TExpr *e, bool as_let)
+{
+    Bind *b = bind_of(L, sym);
+    if (!as_let) {
+        b->kind = BIND_EXPR;
+        b->expr = e;
+        return;
+    }
+    TVar *v = tir_var(L->k, sym->name, DT_I32, false);
+    b->kind = BIND_VAR;
+    b->var = v;
+    emit(L, ts_decl(L->k, v, e));
+}
+
+/* a tile count with its compile-time selects resolved (a tile space ordered by a generic flag):
+ * codegen builds both arms of a select, and the dead arm, though removed, reorders the rest */
+static TExpr *taken(TExpr *e)
+{
+    int64_t c;
+    while (e->kind == TX_CALL && e->builtin == BI_SELECT && tx_is_const(e->args[0], &c))
+        e = e->args[c ? 1 : 2];
+    return e;
+}
+
+/* for tile (x, y, z) { body }, over the tiles T0 x T1 x T2 of the kernel's persistent launch
+ * (docs/language.md §7.8):
+ *   stages = 0:  body, with x = block.x, y = block.y, z = block.z (`let`s, z first)
+ *   stages = S:  for [pipelined(stages = S)] t in block.x .. T0 * T1 * T2 step grid_dim.x { body }
+ *                with x = t % T0, y = t / T0 % T1, z = t / T0 / T1
+ * (x = t itself for one dimension, y = t / T0 for two; S = 1 is a plain loop). In the loop the
+ * coordinates are their expressions written out at each use, which LLVM computes once. With
+ * stages = 0 the body is no loop unless it breaks or continues (then a loop of one iteration):
+ * LLVM hoists a loop's address arithmetic into its preheader even for one iteration, so that a
+ * loop of one gives batched_transpose 25 % fewer instructions but up to 127 more registers. The
+ * kernels of kernels/ written out by hand before this form had the code this gives, but for
+ * per_channel_cast_transpose's block per tile, which was a loop of one. */
+static void lower_tile_loop(Lower *L, Stmt *st)
+{
+    TKernel *k = L->k;
+    const Launch *ln = &k->item->launch;
+    int n = st->nnames;
+    if (n < 1 || n > 3 || n != ln->tiles.n) {
+        diag_ice(k->diag, "lower_ast", "a tile loop of %d coordinates over %d tile counts", n, ln->tiles.n);
+        L->ok = false;
+        return;
+    }
+    int stages = ln->stages ? (int)ln->stages->cv.i : 1;
+    if (stages == 0 && !leaves_loop(st->body)) {
+        for (int j = 0; j < n; j++) { /* z first: x and y where their uses are */
+            int i = j == 0 ? n - 1 : j - 1;
+            bind_coord(L, st->syms[i], tx_special(k, (Special)(SP_CTAID_X + i)), true);
+        }
+        lower_stmts(L, st->body);
+        return;
+    }
+    TStmt *fs;
+    TStmt *saved = L->cur;
+    TStmt *body = ts_seq(k);
+    L->cur = body;
+    if (stages == 0) {
+        fs = ts_for(k, tir_var(k, "once", DT_I32, false), tx_const_int(k, DT_I32, 0), tx_const_int(k, DT_I32, 1),
+                    tx_const_int(k, DT_I32, 1), FOR_SERIAL);
+        for (int j = 0; j < n; j++) { /* z first: x and y where their uses are */
+            int i = j == 0 ? n - 1 : j - 1;
+            bind_coord(L, st->syms[i], tx_special(k, (Special)(SP_CTAID_X + i)), true);
+        }
+    } else {
+        TExpr *count[3] = {0};
+        for (int i = 0; i < n; i++)
+            count[i] = taken(tx_cvt(k, DT_I32, lower_expr(L, ln->tiles.v[i]), RND_DEFAULT));
+        TExpr *total = count[0];
+        for (int i = 1; i < n; i++)
+            total = tx_bin(k, OP_MUL, total, count[i]);
+        TVar *t = tir_var(k, n == 1 ? st->names[0].s : "tile", DT_I32, false);
+        fs = ts_for(k, t, tx_special(k, SP_CTAID_X), total, tx_special(k, SP_NCTAID_X),
+                    stages > 1 ? FOR_PIPELINED : FOR_SERIAL);
+        fs->stages = stages > 1 ? stages : 0;
+        if (n == 1) {
+            Bind *b = bind_of(L, st->syms[0]);
+            b->kind = BIND_VAR;
+            b->var = t;
+        } else {
+            bind_coord(L, st->syms[0], tx_bin(k, OP_MOD, tx_var(k, t), count[0]), false);
+            TExpr *rest = tx_bin(k, OP_DIV, tx_var(k, t), count[0]);
+            bind_coord(L, st->syms[1], n == 2 ? rest : tx_bin(k, OP_MOD, rest, count[1]), false);
+            if (n == 3) /* (t / T0) / T1 = t / (T0 * T1): two divisions, the remainders from them */
+                bind_coord(L, st->syms[2], tx_bin(k, OP_DIV, rest, count[1]), false);
+        }
+    }
+    fs->loc = st->loc;
+    lower_stmts(L, st->body);
+    fs->body = body->body;
+    fs->nbody = body->nbody;
+    L->cur = saved;
+    emit(L, fs);
+}
+
 static void lower_stmt(Lower *L, Stmt *st)
 {
     TKernel *k = L->k;
@@ -638,8 +851,7 @@ static void lower_stmt(Lower *L, Stmt *st)
         Sym *s = st->syms[0];
         Bind *b = bind_of(L, s);
         if (s->type->kind == TY_TENSOR || s->type->kind == TY_TILE) {
-            b->kind = BIND_REGION;
-            lower_region(L, st->e, &b->region);
+            bind_region(L, b, st->e);
             break;
         }
         TExpr *v = tx_cvt(k, dt_of(s->type), lower_expr(L, st->e), RND_DEFAULT);
@@ -744,6 +956,10 @@ static void lower_stmt(Lower *L, Stmt *st)
         }
         break;
     case ST_FOR: {
+        if (st->for_kind == FOR_TILE) {
+            lower_tile_loop(L, st);
+            break;
+        }
         Sym *s = st->sym;
         DType dt = dt_of(s->type);
         TVar *iv = tir_var(k, s->name, dt, false);

@@ -49,6 +49,8 @@ static int stmts_depth(StmtList l);
 static void *list_room(ParseCtx *c, void *v, int n, size_t size);
 static void push_name(ParseCtx *c, NameList *l, const char *s, Loc loc);
 static void push_arg(ParseCtx *c, ArgList *l, const char *name, Expr *e);
+static void persistent_args(ParseCtx *c, Launch *l, ArgList *a, Loc loc);
+static Stmt *tile_loop(ParseCtx *c, const char *kw, Loc kwloc, NameList names, StmtList body, Loc loc);
 static void tl_yyerror(Loc *loc, void *scanner, ParseCtx *ctx, const char *msg);
 }
 
@@ -90,7 +92,7 @@ static void tl_yyerror(Loc *loc, void *scanner, ParseCtx *ctx, const char *msg);
 %token IF "if" ELSE "else" FOR "for" IN "in" UNROLL "unroll" PIPELINED "pipelined"
 %token WHILE "while" PARALLEL "parallel" RETURN "return" BREAK "break" CONTINUE "continue"
 %token REQUIRE "require" GRID "grid" THREADS "threads" CLUSTER "cluster"
-%token COOPERATIVE "cooperative" PDL "pdl" BLOCKS_PER_SM "blocks_per_sm" LAYOUT "layout" STRIDES "strides" STEP "step"
+%token COOPERATIVE "cooperative" PDL "pdl" PERSISTENT "persistent" BLOCKS_PER_SM "blocks_per_sm" LAYOUT "layout" STRIDES "strides" STEP "step"
 %token TRUE "true" FALSE "false" KW_INT "int" KW_FLOAT "float" KW_TYPE "type"
 %token BITCAST "bitcast" CONVERT "convert" VIEW "view" KW_LIST "list"
 %token COLONCOLON "::" DOTDOT ".." ARROW "->" EQ "==" NE "!=" LE "<=" GE ">="
@@ -222,7 +224,8 @@ generic_kind
                                       diag_error(ctx->diag, @1, "a generic parameter's kind is 'int', 'bool', 'float' or 'type', not '%s'", dtype_name($1)); }
     ;
 
-/* params = param { "," param } ;  param = ident ":" type ; */
+/* params = param { "," param } ;  param = ident ":" ( type | tile_type ) ;
+   tile_type = ( "shared" | "frag" | "local" ) elem_type "[" expr_list "]" ;   (fn parameters) */
 opt_params
     : %empty                    { $$.v = NULL; $$.n = 0; }
     | param_list                { $$ = $1; }
@@ -235,6 +238,10 @@ param_list
     ;
 param
     : IDENT ':' type_expr       { memset(&$$, 0, sizeof $$); $$.name.s = $1; $$.name.loc = @1; $$.ty = $3; }
+    | IDENT ':' storage_kw elem_type '[' expr_list ']'
+        { memset(&$$, 0, sizeof $$); $$.name.s = $1; $$.name.loc = @1;
+          $$.ty = ast_type(A(ctx), TE_TILE, @3); $$.ty->loc.end = @7.end; $$.ty->scope = (Scope)$3;
+          $$.ty->elem = $4; $$.ty->dims = $6; }
     ;
 
 /* type = elem_type [ "[" expr_list "]" [ "strides" "(" expr_list ")" ] [ "?" ] ]
@@ -277,12 +284,18 @@ opt_ret
     | ARROW type_expr           { $$ = $2; }
     ;
 
-/* launch = "grid" "(" expr_list ")" "threads" "(" expr ")" { launch_attr } ;
-   launch_attr = "cluster" "(" expr_list ")" | "cooperative" | "pdl" | "blocks_per_sm" "(" expr ")" ; */
+/* launch = ( "grid" "(" expr_list ")" | "persistent" "(" ident "=" expr { "," ident "=" expr } ")" )
+            "threads" "(" expr ")" { launch_attr } ;
+   launch_attr = "cluster" "(" expr_list ")" | "cooperative" | "pdl" | "blocks_per_sm" "(" expr ")" ;
+   persistent's arguments: tiles = expr | "[" expr_list "]", waves = expr, stages = expr */
 launch
     : GRID '(' expr_list ')' THREADS '(' expr ')' launch_attrs
         { memset(&$$, 0, sizeof $$); $$.grid = $3; $$.threads = $7; $$.cluster = $9.cluster;
           $$.cooperative = $9.coop; $$.pdl = $9.pdl; $$.blocks_per_sm = $9.bps; $$.loc = @$; }
+    | PERSISTENT '(' named_args ')' THREADS '(' expr ')' launch_attrs
+        { memset(&$$, 0, sizeof $$); $$.threads = $7; $$.cluster = $9.cluster;
+          $$.cooperative = $9.coop; $$.pdl = $9.pdl; $$.blocks_per_sm = $9.bps; $$.loc = @$;
+          persistent_args(ctx, &$$, &$3, @1); }
     ;
 launch_attrs
     : %empty                    { memset(&$$, 0, sizeof $$); }
@@ -342,6 +355,11 @@ stmt
           $$->names = ARENA_NEW(A(ctx), Name); $$->names[0].s = $8; $$->names[0].loc = @8; $$->nnames = 1;
           $$->lo = $10; $$->hi = $12; $$->step = $13; $$->body = $14;
           $$->depth = 1 + stmts_depth($14); check_depth(ctx, $$->depth, @1); }
+    /* for tile t { ... } | for tile ( ident_list ) { ... }: the tiles of a persistent launch */
+    | FOR IDENT IDENT block
+        { NameList n = {0}; push_name(ctx, &n, $3, @3); $$ = tile_loop(ctx, $2, @2, n, $4, @$); }
+    | FOR IDENT '(' ident_list ')' block
+        { $$ = tile_loop(ctx, $2, @2, $4, $6, @$); }
     | WHILE expr block
         { $$ = ast_stmt(A(ctx), ST_WHILE, @$); $$->e = $2; $$->body = $3;
           $$->depth = 1 + stmts_depth($3); check_depth(ctx, $$->depth, @1); }
@@ -647,6 +665,54 @@ static void push_arg(ParseCtx *c, ArgList *l, const char *name, Expr *e)
     if (name)
         l->nnamed++;
     exprlist_push(A(c), &l->args, e);
+}
+
+/* persistent(tiles = ..., waves = ..., stages = ...): the arguments sorted into the launch, and
+ * the grid they stand for */
+static void persistent_args(ParseCtx *c, Launch *l, ArgList *a, Loc loc)
+{
+    l->persistent = true;
+    bool tiles = false;
+    for (int i = 0; i < a->args.n; i++) {
+        const char *nm = a->names[i];
+        Expr *v = a->args.v[i];
+        bool twice = (!strcmp(nm, "tiles") && tiles) || (!strcmp(nm, "waves") && l->waves) ||
+                     (!strcmp(nm, "stages") && l->stages);
+        if (twice) {
+            diag_error(c->diag, v->loc, "'%s' is given twice", nm);
+        } else if (!strcmp(nm, "tiles")) {
+            tiles = true;
+            if (v->kind == EX_LIST)
+                l->tiles = v->args;
+            else
+                exprlist_push(A(c), &l->tiles, v);
+        } else if (!strcmp(nm, "waves")) {
+            l->waves = v;
+        } else if (!strcmp(nm, "stages")) {
+            l->stages = v;
+        } else {
+            diag_error(c->diag, v->loc, "'persistent' takes 'tiles', 'waves' and 'stages', not '%s'", nm);
+        }
+    }
+    if (!tiles)
+        diag_error(c->diag, loc, "'persistent' needs 'tiles = N', the number of tiles to work through");
+    ast_expand_persistent(A(c), l);
+}
+
+/* for tile t { ... } / for tile (tx, ty) { ... }: `tile` is an identifier spelled so */
+static Stmt *tile_loop(ParseCtx *c, const char *kw, Loc kwloc, NameList names, StmtList body, Loc loc)
+{
+    if (strcmp(kw, "tile") != 0)
+        diag_error(c->diag, kwloc, "expected 'in' or, for the loop over a persistent launch's tiles, 'for tile %s', not '%s'",
+                   names.v[0].s, kw);
+    Stmt *s = ast_stmt(A(c), ST_FOR, loc);
+    s->for_kind = FOR_TILE;
+    s->names = names.v;
+    s->nnames = names.n;
+    s->body = body;
+    s->depth = 1 + stmts_depth(body);
+    check_depth(c, s->depth, loc);
+    return s;
 }
 
 /* only reached for bison's own failures: its stack is exhausted by very deep nesting (of

@@ -762,14 +762,54 @@ static void check_params(SemaCtx *s, Item *it, const GenericArgs *args)
     }
 }
 
+/* persistent(tiles = ..., waves = ..., stages = ...): the counts are evaluated on the host (the
+ * grid) and in the kernel (the tile loop's bounds), so they use the names both know; the grid
+ * itself, expanded by the parser, is checked as any grid is */
+static bool check_persistent(SemaCtx *s, Launch *l)
+{
+    int errs = s->d->nerrors;
+    if (l->tiles.n > 3)
+        ERR(l->tiles.v[3]->loc, "'tiles' counts tiles in 1 to 3 dimensions, %d given", l->tiles.n);
+    for (int i = 0; i < l->tiles.n; i++) {
+        Expr *t = l->tiles.v[i];
+        s->in_tiles = true;
+        Type *tt = check_expr(s, t, NULL);
+        s->in_tiles = false;
+        if (tt->kind == TY_ERROR)
+            continue;
+        if (tt->kind != TY_UNTYPED_INT && !(tt->kind == TY_SCALAR && dtype_is_int(tt->dt)))
+            ERR(t->loc, "a number of tiles must be an integer, found %s", ty_str(s->arena, tt));
+        else if (t->cv.kind == CV_INT && t->cv.i < 1)
+            ERR(t->loc, "a number of tiles must be positive, found %lld", (long long)t->cv.i);
+    }
+    if (l->waves) {
+        s->in_launch = true;
+        Type *wt = check_expr(s, l->waves, NULL);
+        s->in_launch = false;
+        if (wt->kind != TY_ERROR && wt->kind != TY_UNTYPED_INT && !(wt->kind == TY_SCALAR && dtype_is_int(wt->dt)))
+            ERR(l->waves->loc, "'waves' must be an integer, found %s", ty_str(s->arena, wt));
+        else if (l->waves->cv.kind == CV_INT && l->waves->cv.i < 1)
+            ERR(l->waves->loc, "'waves' is the number of blocks per SM, at least 1; found %lld", (long long)l->waves->cv.i);
+    }
+    int64_t st;
+    if (l->stages && require_const_int(s, l->stages, "the number of stages", &st) == CI_KNOWN && (st < 0 || st > 8))
+        ERR(l->stages->loc, "'persistent' takes 0 to 8 stages, found %lld", (long long)st);
+    if (l->cluster.n)
+        ERR(l->loc, "a 'persistent' launch cannot be clustered: its grid is no multiple of the cluster");
+    return s->d->nerrors == errs;
+}
+
 static void check_launch(SemaCtx *s, Item *it)
 {
     Launch *l = &it->launch;
     s->in_signature = true;
+    /* the grid a persistent launch stands for is made of its counts: after an error in them, it
+     * would only repeat the error */
+    bool grid_ok = !l->persistent || check_persistent(s, l);
     s->in_launch = true;
-    if (l->grid.n < 1 || l->grid.n > 3)
+    if (grid_ok && (l->grid.n < 1 || l->grid.n > 3))
         ERR(l->loc, "grid(...) takes 1 to 3 dimensions, %d given", l->grid.n);
-    for (int i = 0; i < l->grid.n; i++) {
+    for (int i = 0; i < l->grid.n && grid_ok; i++) {
         Expr *g = l->grid.v[i];
         Type *t = check_expr(s, g, NULL);
         if (t->kind == TY_ERROR)
@@ -922,6 +962,76 @@ bool sema_kernel(Compilation *c, Item *kernel, const GenericArgs *args)
     return c->diag.nerrors == errs;
 }
 
+/* whether an expression uses a shape name of a tensor parameter */
+static bool uses_shape_name(const Expr *e)
+{
+    if (!e)
+        return false;
+    if (e->kind == EX_NAME && e->sym && e->sym->kind == SYM_DIM)
+        return true;
+    if (uses_shape_name(e->a) || uses_shape_name(e->b) || uses_shape_name(e->c))
+        return true;
+    for (int i = 0; i < e->args.n; i++)
+        if (uses_shape_name(e->args.v[i]))
+            return true;
+    return false;
+}
+
+/* A tile parameter of a fn checked on its own: its extents are new names (of unknown value),
+ * or compile-time integers over the fn's generics, the constants and the shape names of its
+ * tensor parameters (whose values a call gives: unknown here). */
+static Sym *generic_tile_param(SemaCtx *s, Item *fn, Param *p)
+{
+    TypeExpr *te = p->ty;
+    Type *et = resolve_type(s, te->elem, false);
+    bool ok = et->kind != TY_ERROR;
+    if (te->dims.n > TL_MAX_RANK) {
+        ERR(te->loc, "a tile has at most %d dimensions", TL_MAX_RANK);
+        ok = false;
+    }
+    if (ok && et->kind == TY_SCALAR && et->dt == DT_BOOL && te->scope == SC_SHARED) {
+        ERR(te->elem->loc, "shared tiles of bool are not supported; use u8");
+        ok = false;
+    }
+    int64_t dims[TL_MAX_RANK];
+    for (int d = 0; ok && d < te->dims.n; d++) {
+        Expr *x = te->dims.v[d];
+        dims[d] = DIM_UNKNOWN;
+        if (x->kind == EX_NAME && strcmp(x->str, "_") != 0 && !scope_lookup(s, x->str) &&
+            !comp_lookup_global(s->comp, x->str) && builtin_lookup(x->str) == BI_NONE) {
+            for (int j = 0; j < fn->nparams; j++)
+                if (!strcmp(fn->params[j].name.s, x->str)) {
+                    ERR(fn->params[j].name.loc, "parameter '%s' has the name of %s of '%s'", x->str, "an extent", p->name.s);
+                    diag_note(s->d, x->loc, "bound here");
+                }
+            Sym *ds = sym_new(s, SYM_LET, x->str, x->loc, ty_scalar(DT_I32));
+            ds->cv = cv_unknown();
+            scope_add(s, ds);
+            continue;
+        }
+        int64_t v;
+        Type *xt = check_expr(s, x, NULL);
+        if (xt->kind != TY_ERROR && uses_shape_name(x))
+            continue;
+        ConstIntResult rc = require_const_int(s, x, "an extent of a tile parameter", &v);
+        if (rc == CI_ERROR)
+            ok = false;
+        else if (rc == CI_KNOWN && v <= 0) {
+            ERR(x->loc, "a tile extent must be positive, found %lld", (long long)v);
+            ok = false;
+        } else if (rc == CI_KNOWN) {
+            dims[d] = v;
+        }
+    }
+    Type *t = ok ? ty_region(s->arena, TY_TILE, te->scope, et->kind == TY_SCALAR ? et->dt : DT_NONE,
+                             et->kind == TY_GENERIC ? et->generic_name : NULL, te->dims.n, dims)
+                 : ty_error();
+    Sym *ps = sym_new(s, SYM_STORAGE, p->name.s, p->name.loc, t);
+    ps->tile_param = true;
+    ps->tile_whole = true;
+    return ps;
+}
+
 bool sema_fn_generic(Compilation *c, Item *fn)
 {
     int errs = c->diag.nerrors;
@@ -953,9 +1063,12 @@ bool sema_fn_generic(Compilation *c, Item *fn)
             ts->present = true;
             bind_tensor_dims(s, p->ty, p->name.s, i, ts);
             ps = ts;
+        } else if (p->ty->kind == TE_TILE) {
+            ps = generic_tile_param(s, fn, p);
         } else {
+            /* uniform or not as its argument is: a block-wide operation under a condition on a
+             * scalar parameter is checked at each call, where that is known */
             ps->type = resolve_type(s, p->ty, false);
-            ps->varying = true;
         }
         p->sym = ps;
         scope_add(s, ps);

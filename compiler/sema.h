@@ -42,6 +42,12 @@ struct Sym {
     bool present;        /* TENSOR: whether an optional tensor was given (specialisation) */
     bool varying;        /* LET / VAR: value may differ between threads */
     int parallel_level;  /* nesting level of `parallel` where declared */
+    /* STORAGE: a fn's tile parameter, bound to the caller's tile (all of it, or a slice or view
+     * of it: then `parallel` cannot walk it); tile_root is that tile's own symbol, which tells
+     * two arguments of one call apart */
+    bool tile_param;
+    bool tile_whole;
+    Sym *tile_root;
     bool used;
     int const_state;     /* CONST: CONST_UNCHECKED, CONST_BUSY (being evaluated), CONST_DONE */
     void *tir;           /* filled in by TIR lowering */

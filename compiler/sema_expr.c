@@ -240,6 +240,9 @@ Type *resolve_type(SemaCtx *s, TypeExpr *te, bool allow_tensor)
         }
         return ty_tuple(s->arena, el, te->nelems);
     }
+    case TE_TILE: /* fn parameters bind their tiles themselves; this is a kernel's */
+        ERR(te->loc, "a kernel takes tensors and scalars, not tiles; declare the %s tile in its body", scope_name(te->scope));
+        return ty_error();
     case TE_LIST:
         ERR(te->loc, "a tensor list is only allowed for kernel parameters");
         return ty_error();
@@ -315,6 +318,7 @@ static Type *check_name(SemaCtx *s, Expr *e)
             }
             return sym->type;
         case SYM_STORAGE:
+            e->varying = sym->varying; /* a tile parameter bound to a slice at a thread's index */
             return sym->type;
         }
     }
@@ -332,6 +336,10 @@ static Type *check_name(SemaCtx *s, Expr *e)
             e->varying = true;
             return ty_scalar(DT_I32);
         case BI_NUM_SMS:
+            if (s->in_tiles) {
+                ERR(e->loc, "the number of tiles cannot depend on 'num_sms': the kernel's loop over the tiles counts them too");
+                return ty_error();
+            }
             if (!s->in_launch) {
                 ERR(e->loc, "'num_sms' is only available in launch expressions (grid(...)); read grid_dim.x in the body");
                 return ty_error();
@@ -494,7 +502,9 @@ static int64_t const_difference(const Expr *lo, const Expr *hi)
     return f.k;
 }
 
-static bool in_parallel_over_frag(SemaCtx *s) { return s->parallel_level > 0; }
+/* inside a `parallel` loop of the kernel, or of the fn being checked: a fn called in a kernel's
+ * `parallel` body reaches the elements of its frag parameters only in a `parallel` of its own */
+static bool in_parallel_over_frag(SemaCtx *s) { return s->parallel_level > (s->fn_ret ? s->fn_parallel_level : 0); }
 
 /* ---- indexing and slicing ---- */
 /* xs[i]: element i of a tensor list, a tensor of the list's element type and shape. The index is
@@ -2088,6 +2098,182 @@ int64_t stmts_nodes(StmtList l)
     return n;
 }
 
+/* The tile an argument is (part of): the symbol its slices and views start from, seen through
+ * the tile parameters of the fns it was passed down. */
+Sym *sema_tile_root(const Expr *e)
+{
+    while (e->kind == EX_INDEX || e->kind == EX_MEMBER)
+        e = e->a;
+    if (e->kind != EX_NAME || !e->sym)
+        return NULL;
+    return e->sym->tile_root ? e->sym->tile_root : e->sym;
+}
+
+/* Generics that a tile or tensor parameter determines from its argument: the `type` generic
+ * that is its element type, the `int` generics that are its extents (f<R: int>(t: frag f32[R])).
+ * Only compile-time extents determine a generic. */
+static void infer_from_region(SemaCtx *s, const Param *p, const Type *at)
+{
+    TypeExpr *pt = p->ty;
+    if (!is_region(at) || (pt->kind != TE_TILE && pt->kind != TE_TENSOR))
+        return;
+    if (pt->elem->kind == TE_NAMED) {
+        Sym *gs = scope_lookup(s, pt->elem->name);
+        if (gs && gs->kind == SYM_GENERIC && gs->type->kind == TY_TYPE && gs->cv.kind == CV_NONE) {
+            gs->cv.kind = at->dt != DT_NONE ? CV_TYPE : CV_UNKNOWN;
+            gs->cv.t = at->dt != DT_NONE ? ty_scalar(at->dt) : NULL;
+        }
+    }
+    for (int d = 0; d < pt->dims.n && d < at->rank; d++) {
+        Expr *x = pt->dims.v[d];
+        if (x->kind != EX_NAME)
+            continue;
+        Sym *gs = scope_lookup(s, x->str);
+        if (gs && gs->kind == SYM_GENERIC && gs->type->kind == TY_UNTYPED_INT && gs->cv.kind == CV_NONE) {
+            if (at->dims[d] >= 0)
+                gs->cv = cv_int(at->dims[d]);
+            else if (at->dims[d] == DIM_UNKNOWN)
+                gs->cv = cv_unknown();
+        }
+    }
+}
+
+/* a name in a parameter's shape that is not declared yet: it is bound there */
+static bool is_new_shape_name(SemaCtx *s, const Expr *x)
+{
+    return x->kind == EX_NAME && strcmp(x->str, "_") != 0 && !scope_lookup(s, x->str) &&
+           !comp_lookup_global(s->comp, x->str) && builtin_lookup(x->str) == BI_NONE;
+}
+
+static void add_shape_bind(SemaCtx *s, InlineCall *ic, Sym *sym, int param, int axis, bool stride)
+{
+    ShapeBind *v = ARENA_ARRAY(s->arena, ShapeBind, ic->nshapes + 1);
+    if (ic->nshapes)
+        memcpy(v, ic->shapes, sizeof(ShapeBind) * (size_t)ic->nshapes);
+    v[ic->nshapes++] = (ShapeBind){sym, param, axis, stride};
+    ic->shapes = v;
+}
+
+/* a shape name must not be a parameter's name: the name would mean two things */
+static bool shape_name_clash(SemaCtx *s, const Item *fn, const Param *p, const Expr *x)
+{
+    for (int j = 0; j < fn->nparams; j++)
+        if (!strcmp(fn->params[j].name.s, x->str)) {
+            ERR(fn->params[j].name.loc, "parameter '%s' has the name of %s of '%s'", x->str, "an extent", p->name.s);
+            diag_note(s->d, x->loc, "bound here");
+            return true;
+        }
+    return false;
+}
+
+/* Binds a tile or tensor parameter of a call to its argument (in the callee's scope, generics
+ * bound). The argument, already of the parameter's kind (a tile of its scope, or a tensor), must
+ * have its element type and rank; each extent of the parameter is a new name, bound to the
+ * argument's extent, or an expression the argument's extent must equal (compile-time for a tile;
+ * for a tensor, checked where both sides are known at compile time). A frag is passed whole, by
+ * its name: a tile parameter stands for the caller's tile itself, with its layout. */
+static Sym *bind_region_param(SemaCtx *s, InlineCall *ic, Item *fn, int i, Expr *arg, Expr *call)
+{
+    Param *p = &fn->params[i];
+    TypeExpr *pt = p->ty;
+    Type *at = arg->type;
+    bool tile = pt->kind == TE_TILE; /* of the right kind and scope: checked before the generics */
+    bool whole = arg->kind == EX_NAME && arg->sym && arg->sym->kind == SYM_STORAGE &&
+                 (!arg->sym->tile_param || arg->sym->tile_whole);
+    if (tile && pt->scope == SC_FRAG && !whole) {
+        ERR(arg->loc, "argument %d of '%s' must name a frag tile: a frag parameter takes the whole tile, not a slice or a view",
+            i + 1, fn->name.s);
+        return NULL;
+    }
+    Type *et = resolve_type(s, pt->elem, false);
+    if (is_err(et))
+        return NULL;
+    if (et->kind == TY_SCALAR && at->dt != DT_NONE && et->dt != at->dt) {
+        ERR(arg->loc, "argument %d of '%s' holds %s, but parameter '%s' is of %s", i + 1, fn->name.s, dtype_name(at->dt),
+            p->name.s, dtype_name(et->dt));
+        return NULL;
+    }
+    if (pt->dims.n != at->rank) {
+        ERR(arg->loc, "argument %d of '%s' has %d dimension%s, but parameter '%s' has %d", i + 1, fn->name.s, at->rank,
+            at->rank == 1 ? "" : "s", p->name.s, pt->dims.n);
+        return NULL;
+    }
+    int64_t dims[TL_MAX_RANK];
+    /* errors in the parameter's shape point at the fn; the note, at the call that found them */
+    int errs = s->d->nerrors;
+    for (int d = 0; d < at->rank; d++) {
+        Expr *x = pt->dims.v[d];
+        int64_t ext = at->dims[d];
+        dims[d] = ext;
+        if (is_new_shape_name(s, x)) {
+            if (shape_name_clash(s, fn, p, x)) {
+                diag_note(s->d, call->loc, "in this call of '%s'", fn->name.s);
+                return NULL;
+            }
+            Sym *ds = sym_new(s, SYM_LET, x->str, x->loc, ty_scalar(DT_I32));
+            if (ext >= 0)
+                ds->cv = cv_int(ext);
+            else if (ext == DIM_UNKNOWN)
+                ds->cv = cv_unknown();
+            else
+                add_shape_bind(s, ic, ds, i, d, false);
+            scope_add(s, ds);
+            continue;
+        }
+        int64_t want;
+        if (tile) {
+            ConstIntResult rc = require_const_int(s, x, "an extent of a tile parameter", &want);
+            if (rc == CI_ERROR) {
+                if (s->d->nerrors > errs)
+                    diag_note(s->d, call->loc, "in this call of '%s'", fn->name.s);
+                return NULL;
+            }
+            if (rc == CI_UNKNOWN)
+                continue;
+        } else {
+            Type *xt = check_expr(s, x, NULL);
+            if (!is_err(xt) && !is_int_type(xt))
+                ERR(x->loc, "a tensor extent must be an integer, found %s", tstr(s, xt));
+            if (is_err(xt) || !is_int_type(xt)) {
+                if (s->d->nerrors > errs)
+                    diag_note(s->d, call->loc, "in this call of '%s'", fn->name.s);
+                return NULL;
+            }
+            if (x->cv.kind != CV_INT)
+                continue; /* known at run time only: not checked */
+            want = x->cv.i;
+        }
+        if (ext >= 0 && want != ext) {
+            ERR(arg->loc, "argument %d of '%s' has extent %lld in dimension %d, but parameter '%s' wants %lld", i + 1,
+                fn->name.s, (long long)ext, d, p->name.s, (long long)want);
+            return NULL;
+        }
+        if (ext < 0)
+            dims[d] = want;
+    }
+    if (!tile) {
+        for (int d = 0; d < pt->strides.n && pt->strides.n == at->rank; d++) {
+            Expr *x = pt->strides.v[d];
+            if (!is_new_shape_name(s, x))
+                continue; /* other entries are not checked at a call */
+            Sym *ds = sym_new(s, SYM_LET, x->str, x->loc, ty_scalar(DT_I64));
+            add_shape_bind(s, ic, ds, i, d, true);
+            scope_add(s, ds);
+        }
+        Sym *ps = sym_new(s, SYM_LET, p->name.s, p->name.loc, ty_region(s->arena, TY_TENSOR, SC_GLOBAL, at->dt,
+                                                                         at->generic_name, at->rank, dims));
+        ps->varying = arg->varying;
+        return ps;
+    }
+    Sym *ps = sym_new(s, SYM_STORAGE, p->name.s, p->name.loc,
+                      ty_region(s->arena, TY_TILE, pt->scope, at->dt, at->generic_name, at->rank, dims));
+    ps->tile_param = true;
+    ps->tile_whole = whole;
+    ps->tile_root = sema_tile_root(arg);
+    ps->varying = arg->varying;
+    return ps;
+}
+
 /* A fn called where the runtime evaluates the expression before a launch (the grid, a shape, a
  * requirement) becomes part of that expression (signature.c writes the value it returns with its
  * lets substituted), so its body may hold only lets, `if const` and the return. */
@@ -2155,6 +2341,20 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
             return ty_error();
         varying |= e->args.v[i]->varying;
     }
+    /* a tile or a tensor where the parameter wants one (before generics are inferred from it) */
+    for (int i = 0; i < e->args.n; i++) {
+        TypeExpr *pt = fn->params[i].ty;
+        Type *at = e->args.v[i]->type;
+        if (pt->kind == TE_TENSOR && at->kind != TY_TENSOR) {
+            ERR(e->args.v[i]->loc, "argument %d of '%s' must be a tensor, found %s", i + 1, fn->name.s, tstr(s, at));
+            return ty_error();
+        }
+        if (pt->kind == TE_TILE && (at->kind != TY_TILE || at->scope != pt->scope)) {
+            ERR(e->args.v[i]->loc, "argument %d of '%s' must be a %s tile, found %s", i + 1, fn->name.s,
+                scope_name(pt->scope), tstr(s, at));
+            return ty_error();
+        }
+    }
     /* the callee's scope: generics, then parameters; nothing of the caller is visible */
     InlineCall *ic = ARENA_NEW(s->arena, InlineCall);
     ic->fn = fn;
@@ -2200,9 +2400,12 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
         }
         scope_add(s, gs);
     }
-    /* infer type generics from parameter types */
+    /* infer type generics from parameter types, and generics from the element types and
+     * extents of tile and tensor parameters */
     for (int i = 0; i < fn->nparams && ok; i++) {
         TypeExpr *pt = fn->params[i].ty;
+        if (pt->kind == TE_TILE || pt->kind == TE_TENSOR)
+            infer_from_region(s, &fn->params[i], e->args.v[i]->type);
         if (pt->kind != TE_NAMED)
             continue;
         Sym *gs = scope_lookup(s, pt->name);
@@ -2236,33 +2439,41 @@ static Type *check_fn_call(SemaCtx *s, Expr *e, Sym *fs)
     }
     for (int i = 0; i < fn->nparams && ok; i++) {
         Param *p = &fn->params[i];
-        Sym *ps = sym_new(s, SYM_LET, p->name.s, p->name.loc, NULL);
         Expr *arg = e->args.v[i];
-        if (p->ty->kind == TE_TENSOR) {
-            if (!is_region(arg->type) || arg->type->kind != TY_TENSOR) {
-                ERR(arg->loc, "argument %d of '%s' must be a tensor, found %s", i + 1, fn->name.s, tstr(s, arg->type));
+        if (p->ty->kind == TE_TENSOR || p->ty->kind == TE_TILE) {
+            Sym *ps = bind_region_param(s, ic, fn, i, arg, e);
+            if (!ps) {
                 ok = false;
                 break;
             }
-            ps->type = arg->type;
-        } else {
-            Type *pt = resolve_type(s, p->ty, false);
-            if (is_err(pt)) {
-                ok = false;
-                break;
-            }
-            if (pt->kind == TY_SCALAR) {
-                SymScope inner = s->scope;
-                PtrVec inner_m = s->marks;
-                s->scope = saved_scope;
-                s->marks = saved_marks;
-                if (!coerce(s, arg, pt, "argument"))
+            /* tile parameters do not alias: a fn may write one and read another */
+            for (int j = 0; j < i && p->ty->kind == TE_TILE; j++)
+                if (fn->params[j].ty->kind == TE_TILE && ps->tile_root && ic->params[j]->tile_root == ps->tile_root) {
+                    ERR(arg->loc, "arguments %d and %d of '%s' are the same tile '%s' (or parts of it); tile parameters do not alias",
+                        j + 1, i + 1, fn->name.s, ps->tile_root->name);
                     ok = false;
-                s->scope = inner;
-                s->marks = inner_m;
-            }
-            ps->type = pt;
+                }
+            ic->params[i] = ps;
+            scope_add(s, ps);
+            continue;
         }
+        Sym *ps = sym_new(s, SYM_LET, p->name.s, p->name.loc, NULL);
+        Type *pt = resolve_type(s, p->ty, false);
+        if (is_err(pt)) {
+            ok = false;
+            break;
+        }
+        if (pt->kind == TY_SCALAR) {
+            SymScope inner = s->scope;
+            PtrVec inner_m = s->marks;
+            s->scope = saved_scope;
+            s->marks = saved_marks;
+            if (!coerce(s, arg, pt, "argument"))
+                ok = false;
+            s->scope = inner;
+            s->marks = inner_m;
+        }
+        ps->type = pt;
         ps->cv = arg->cv;
         ps->varying = arg->varying;
         ic->params[i] = ps;

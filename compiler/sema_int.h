@@ -31,6 +31,8 @@ typedef struct SemaCtx {
     int loop_parallel_level;  /* parallel level of the innermost loop */
     bool in_signature;        /* checking tensor shapes / launch expressions */
     bool in_launch;           /* launch expressions: num_sms allowed */
+    bool in_tiles;            /* the tile counts of a persistent launch: evaluated in the kernel too */
+    bool in_tile_loop;        /* inside a `for tile` body */
     bool in_require;          /* a requirement: shapes of absent tensors allowed (dropped) */
     bool varying_cf;          /* control flow depends on the thread */
     Loc varying_cf_loc;
@@ -87,6 +89,8 @@ bool coerce(SemaCtx *s, Expr *e, Type *to, const char *what);
 Type *resolve_type(SemaCtx *s, TypeExpr *te, bool allow_tensor);
 bool is_region(const Type *t);
 bool expr_is_lvalue(SemaCtx *s, Expr *e, bool report);
+/* the tile (or tensor) a region expression is part of, through lets and tile parameters */
+Sym *sema_tile_root(const Expr *e);
 Type *default_type(Type *t);
 /* A compile-time integer: CI_KNOWN with its value in *out, CI_UNKNOWN when it depends on generic
  * values not known yet (a generic check), CI_ERROR after a diagnostic. (A separate result,

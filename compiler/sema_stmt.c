@@ -61,6 +61,8 @@ static void check_let(SemaCtx *s, Stmt *st)
     if (!ann && (t->kind == TY_UNTYPED_INT || t->kind == TY_UNTYPED_FLOAT))
         coerce(s, st->e, vt, "initializer");
     Sym *sym = sym_new(s, SYM_LET, st->names[0].s, st->names[0].loc, vt);
+    if (is_region(vt))
+        sym->tile_root = sema_tile_root(st->e);
     sym->cv = st->e->cv;
     sym->varying = st->e->varying || (s->varying_cf && st->e->cv.kind == CV_NONE);
     sym->decl = st;
@@ -205,7 +207,7 @@ static void check_assign(SemaCtx *s, Stmt *st)
     }
     if (l->kind == EX_INDEX) {
         Type *bt = l->a->type;
-        if (bt->kind == TY_TILE && bt->scope == SC_FRAG && s->parallel_level == 0)
+        if (bt->kind == TY_TILE && bt->scope == SC_FRAG && s->parallel_level <= (s->fn_ret ? s->fn_parallel_level : 0))
             ERR(l->loc, "elements of a frag can only be written inside a 'parallel' loop");
     }
     Type *rt = check_expr(s, st->e, lt->kind == TY_SCALAR ? lt : NULL);
@@ -407,6 +409,54 @@ static void check_for(SemaCtx *s, Stmt *st)
     s->unroll_copies = saved_copies;
 }
 
+/* for tile t { ... }: the walk over the tiles of the kernel's persistent launch. Its coordinates
+ * are uniform i32 values; break and continue work as in any loop. */
+static void check_tile_loop(SemaCtx *s, Stmt *st)
+{
+    Item *k = s->kernel;
+    int dims = 0;
+    if (!k || s->fn_ret) {
+        ERR(st->loc, "'for tile' walks the tiles of a kernel's 'persistent' launch; it belongs in the kernel's body");
+    } else if (!k->launch.persistent) {
+        ERR(st->loc, "'for tile' walks the tiles of a 'persistent' launch, and kernel '%s' has a grid(...)", k->name.s);
+        diag_note(s->d, k->launch.loc, "the launch is here: persistent(tiles = N, ...) makes one");
+    } else {
+        dims = k->launch.tiles.n;
+        if (st->nnames != dims)
+            ERR(st->loc, "'for tile' names %d coordinate%s, but the launch counts tiles in %d dimension%s", st->nnames,
+                st->nnames == 1 ? "" : "s", dims, dims == 1 ? "" : "s");
+    }
+    if (s->parallel_level > 0)
+        ERR(st->loc, "a 'for tile' loop cannot be inside a 'parallel' loop");
+    else if (s->in_tile_loop)
+        ERR(st->loc, "a 'for tile' loop cannot be inside another: each walks all the block's tiles");
+    bool saved_in_tile = s->in_tile_loop;
+    s->in_tile_loop = true;
+    scope_push(s);
+    st->syms = ARENA_ARRAY(s->arena, Sym *, st->nnames);
+    for (int i = 0; i < st->nnames; i++) {
+        Sym *iv = sym_new(s, SYM_LOOP, st->names[i].s, st->names[i].loc, ty_scalar(DT_I32));
+        iv->varying = s->varying_cf;
+        iv->decl = st;
+        iv->parallel_level = s->parallel_level;
+        st->syms[i] = iv;
+        st->names[i].sym = iv;
+        declare(s, iv);
+    }
+    st->sym = st->nnames ? st->syms[0] : NULL;
+    s->loop_depth++;
+    bool saved_div = s->loop_diverged;
+    s->loop_diverged = false;
+    int saved_lpl = s->loop_parallel_level;
+    s->loop_parallel_level = s->parallel_level;
+    with_cf(s, NULL, st->body);
+    s->loop_diverged = saved_div;
+    s->loop_parallel_level = saved_lpl;
+    s->loop_depth--;
+    s->in_tile_loop = saved_in_tile;
+    scope_pop(s);
+}
+
 static void check_while(SemaCtx *s, Stmt *st)
 {
     bool ok = cond_bool(s, st->e, "while");
@@ -430,6 +480,9 @@ static void check_parallel(SemaCtx *s, Stmt *st)
         ok = false;
     } else if (tile->kind != SYM_STORAGE) {
         ERR(st->target.loc, "'parallel' iterates over a shared, frag or local tile; '%s' is not one", st->target.s);
+        ok = false;
+    } else if (tile->tile_param && !tile->tile_whole) {
+        ERR(st->target.loc, "'parallel' iterates over a whole tile, and '%s' is bound to a part of one", st->target.s);
         ok = false;
     } else if (!is_err(tile->type) && tile->type->rank != st->nnames) {
         ERR(st->loc, "'%s' has %d dimension%s but the loop names %d ind%s", st->target.s, tile->type->rank,
@@ -605,7 +658,12 @@ static void check_stmt(SemaCtx *s, Stmt *st)
         break;
     }
     case ST_IF: check_if(s, st); break;
-    case ST_FOR: check_for(s, st); break;
+    case ST_FOR:
+        if (st->for_kind == FOR_TILE)
+            check_tile_loop(s, st);
+        else
+            check_for(s, st);
+        break;
     case ST_WHILE: check_while(s, st); break;
     case ST_PARALLEL: check_parallel(s, st); break;
     case ST_RETURN: check_return(s, st); break;

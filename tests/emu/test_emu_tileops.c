@@ -1,9 +1,14 @@
 /* test_emu_tileops.c — tile operations beyond the shipped kernels on the emulator, with the
  * racecheck on: block-wide and 2-D cumsum (tests/codegen/tileops/cumsum.tl), pipelined
- * copy-and-sum loops (pipe_sum.tl) and frag layouts with runs of rows per thread (row_run.tl),
- * against sequential references; the inputs are integers (or integer-valued floats) so that
- * every summation order gives the same bits. */
+ * copy-and-sum loops (pipe_sum.tl), frag layouts with runs of rows per thread (row_run.tl), tiles
+ * and tensor slices passed to fns (fn_tiles.tl) and persistent launches (persistent.tl), against
+ * sequential references; the inputs are integers (or integer-valued floats) so that every
+ * summation order gives the same bits, except for Sinkhorn, whose reference fixes the order. */
 #include "emu_harness.h"
+#include "ref.h"
+
+#include <math.h>
+#include <stdint.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +155,215 @@ static void test_row_run(int rr, int g, int vec)
     eh_free(&k);
 }
 
+/* fn_tiles.tl: sinkhorn_normalize against the reference; comb_sinkhorn against
+ * sinkhorn_normalize run on the comb mixes it derives (one Sinkhorn routine, the same bits) */
+static void test_fn_sinkhorn(int N, int repeat)
+{
+    enum { H = 4, M3 = 2 * H + H * H };
+    char g[32];
+    snprintf(g, sizeof g, "REPEAT=%d", repeat);
+    EhKernel kn, kc;
+    if (!compile("fn_tiles.tl", "sinkhorn_normalize", g, &kn))
+        return;
+    if (!compile("fn_tiles.tl", "comb_sinkhorn", g, &kc)) {
+        eh_free(&kn);
+        return;
+    }
+    size_t n = (size_t)N * H * H;
+    float *mixes = malloc(sizeof(float) * (size_t)N * M3), *x = malloc(n * 4), *want = malloc(n * 4);
+    float *out = malloc(n * 4), *comb = malloc(n * 4);
+    float scale[3], base[M3];
+    uint64_t seed = (uint64_t)N * 31 + (uint64_t)repeat;
+    for (size_t i = 0; i < (size_t)N * M3; i++)
+        mixes[i] = eh_randn(&seed);
+    for (int i = 0; i < 3; i++)
+        scale[i] = 0.1f * eh_randn(&seed);
+    for (int i = 0; i < M3; i++)
+        base[i] = 0.1f * eh_randn(&seed);
+    for (int t = 0; t < N; t++)
+        for (int e = 0; e < H * H; e++)
+            x[(size_t)t * H * H + e] = fmaf(mixes[(size_t)t * M3 + 2 * H + e], scale[2], base[2 * H + e]);
+    const float eps = 1e-6f;
+    ref_sinkhorn(x, want, N, H, repeat, eps);
+    int64_t s3[3] = {N, H, H}, sm[2] = {N, M3}, s1[1] = {3}, sb[1] = {M3};
+    char err[2048];
+    EhArg an[3] = {eh_tensor(x, 3, s3, NULL), eh_tensor(out, 3, s3, NULL), eh_f32(eps)};
+    tl_emu_status st = eh_run(&kn, an, 3, NULL, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK, "%s N=%d: %s", kn.key, N, err);
+    if (st == TL_EMU_OK)
+        EH_CHECK(eh_compare_bytes(kn.key, out, want, n * 4, 4) == 0, "%s N=%d: differs from the reference", kn.key, N);
+    EhArg ac[5] = {eh_tensor(mixes, 2, sm, NULL), eh_tensor(scale, 1, s1, NULL), eh_tensor(base, 1, sb, NULL),
+                   eh_tensor(comb, 3, s3, NULL), eh_f32(eps)};
+    st = eh_run(&kc, ac, 5, NULL, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK, "%s N=%d: %s", kc.key, N, err);
+    if (st == TL_EMU_OK)
+        EH_CHECK(eh_compare_bytes(kc.key, comb, out, n * 4, 4) == 0, "%s N=%d: differs from sinkhorn_normalize", kc.key, N);
+    free(mixes);
+    free(x);
+    free(want);
+    free(out);
+    free(comb);
+    eh_free(&kn);
+    eh_free(&kc);
+}
+
+/* fn_tiles.tl: row_halves (a shared-tile fn on two slices of one tile), rows_in_slice (a tensor
+ * slice with run-time bounds, its extent bound to a shape name) */
+static void test_fn_slices(void)
+{
+    EhKernel k;
+    if (compile("fn_tiles.tl", "row_halves", NULL, &k)) {
+        enum { M = 37, C = 128 };
+        static float x[M * C], y[M * C];
+        uint64_t seed = 5;
+        for (int i = 0; i < M * C; i++)
+            x[i] = (float)(1 + (int)(eh_rand(&seed) % 9));
+        int64_t s[2] = {M, C};
+        EhArg a[3] = {eh_tensor(x, 2, s, NULL), eh_tensor(y, 2, s, NULL), eh_f32(0.5f)};
+        char err[2048];
+        tl_emu_status st = eh_run(&k, a, 3, NULL, err, sizeof err);
+        EH_CHECK(st == TL_EMU_OK, "%s: %s", k.key, err);
+        int bad = 0;
+        for (int r = 0; r < M && st == TL_EMU_OK; r++)
+            for (int h = 0; h < 2; h++) {
+                float sum = 0.0f;
+                for (int c = 0; c < C / 2; c++)
+                    sum += x[r * C + h * C / 2 + c];
+                for (int c = h * C / 2; c < (h + 1) * C / 2; c++)
+                    if (y[r * C + c] != x[r * C + c] / (sum + 0.5f))
+                        EH_CHECK(bad++ < 0, "%s: y[%d, %d] is %g, want %g", k.key, r, c, y[r * C + c],
+                                 x[r * C + c] / (sum + 0.5f));
+            }
+        eh_free(&k);
+    }
+    if (compile("fn_tiles.tl", "rows_in_slice", NULL, &k)) {
+        enum { M = 50, B = 9 };
+        static float x[M * 8], y[B];
+        int32_t lo[B], hi[B];
+        uint64_t seed = 8;
+        for (int i = 0; i < M * 8; i++)
+            x[i] = (float)((int)(eh_rand(&seed) % 41) - 20);
+        for (int b = 0; b < B; b++) {
+            lo[b] = (int32_t)(eh_rand(&seed) % M);
+            hi[b] = lo[b] + (int32_t)(eh_rand(&seed) % (uint64_t)(M - lo[b] + 1));
+        }
+        int64_t sx[2] = {M, 8}, sb[1] = {B};
+        EhArg a[4] = {eh_tensor(x, 2, sx, NULL), eh_tensor(lo, 1, sb, NULL), eh_tensor(hi, 1, sb, NULL),
+                      eh_tensor(y, 1, sb, NULL)};
+        char err[2048];
+        tl_emu_status st = eh_run(&k, a, 4, NULL, err, sizeof err);
+        EH_CHECK(st == TL_EMU_OK, "%s: %s", k.key, err);
+        for (int b = 0; b < B && st == TL_EMU_OK; b++) {
+            float want = 0.0f;
+            for (int r = lo[b]; r < hi[b]; r++)
+                want += x[r * 8];
+            EH_CHECK(y[b] == want, "%s: y[%d] (rows %d .. %d) is %g, want %g", k.key, b, lo[b], hi[b], y[b], want);
+        }
+        eh_free(&k);
+    }
+}
+
+/* fn_tiles.tl: from_table, views of host matrices (the emulator's addresses) passed to a fn */
+static void test_fn_views(void)
+{
+    EhKernel k;
+    if (!compile("fn_tiles.tl", "from_table", NULL, &k))
+        return;
+    enum { L = 3, E = 16 * 64 };
+    static float m[L][E], y[L * E];
+    uint64_t table[L];
+    for (int l = 0; l < L; l++) {
+        for (int i = 0; i < E; i++)
+            m[l][i] = (float)(l * 1000 + i);
+        table[L - 1 - l] = (uint64_t)(uintptr_t)m[l]; /* in reverse: y[l] is m[L - 1 - l] */
+    }
+    int64_t st[1] = {L}, sy[3] = {L, 16, 64};
+    EhArg a[2] = {eh_tensor(table, 1, st, NULL), eh_tensor(y, 3, sy, NULL)};
+    char err[2048];
+    tl_emu_status s = eh_run(&k, a, 2, NULL, err, sizeof err);
+    EH_CHECK(s == TL_EMU_OK, "%s: %s", k.key, err);
+    for (int l = 0; l < L && s == TL_EMU_OK; l++)
+        for (int i = 0; i < E; i++)
+            if (y[l * E + i] != 2.0f * m[L - 1 - l][i]) {
+                EH_CHECK(0, "%s: y[%d] element %d is %g, want %g", k.key, l, i, y[l * E + i], 2.0f * m[L - 1 - l][i]);
+                break;
+            }
+    eh_free(&k);
+}
+
+/* persistent.tl, for stages 0 (a block per tile) to 3 */
+static void test_persistent(int stages)
+{
+    char g[32];
+    snprintf(g, sizeof g, "S=%d", stages);
+    char err[2048];
+    EhKernel k;
+    if (compile("persistent.tl", "tile_scale", g, &k)) {
+        enum { M = 70, N = 150 };
+        static float x[M * N], y[M * N];
+        uint64_t seed = 11 + (uint64_t)stages;
+        for (int i = 0; i < M * N; i++)
+            x[i] = (float)((int)(eh_rand(&seed) % 201) - 100);
+        int64_t s[2] = {M, N};
+        EhArg a[3] = {eh_tensor(x, 2, s, NULL), eh_tensor(y, 2, s, NULL), eh_f32(1.5f)};
+        tl_emu_status st = eh_run(&k, a, 3, NULL, err, sizeof err);
+        EH_CHECK(st == TL_EMU_OK, "%s: %s", k.key, err);
+        for (int i = 0; i < M * N && st == TL_EMU_OK; i++)
+            if (y[i] != x[i] * 1.5f) {
+                EH_CHECK(0, "%s: element %d is %g, want %g", k.key, i, y[i], x[i] * 1.5f);
+                break;
+            }
+        eh_free(&k);
+    }
+    if (compile("persistent.tl", "tile_transpose3", g, &k)) {
+        enum { B = 3, M = 40, N = 70 };
+        static float x[B * M * N], y[B * N * M];
+        for (int i = 0; i < B * M * N; i++)
+            x[i] = (float)i;
+        memset(y, 0, sizeof y);
+        int64_t sx[3] = {B, M, N}, sy[3] = {B, N, M};
+        EhArg a[2] = {eh_tensor(x, 3, sx, NULL), eh_tensor(y, 3, sy, NULL)};
+        tl_emu_status st = eh_run(&k, a, 2, NULL, err, sizeof err);
+        EH_CHECK(st == TL_EMU_OK, "%s: %s", k.key, err);
+        int bad = 0;
+        for (int b = 0; b < B && st == TL_EMU_OK; b++)
+            for (int j = 0; j < N; j++)
+                for (int i = 0; i < M; i++)
+                    if (y[(b * N + j) * M + i] != x[(b * M + i) * N + j])
+                        EH_CHECK(bad++ < 0, "%s: y[%d, %d, %d] is %g, want %g", k.key, b, j, i, y[(b * N + j) * M + i],
+                                 x[(b * M + i) * N + j]);
+        eh_free(&k);
+    }
+    if (compile("persistent.tl", "tile_skip", g, &k)) {
+        enum { T = 23 };
+        static float x[T * 256], out[T];
+        int32_t flags[T];
+        const int limit = 17;
+        uint64_t seed = 13 + (uint64_t)stages;
+        for (int i = 0; i < T * 256; i++)
+            x[i] = (float)((int)(eh_rand(&seed) % 11) - 5);
+        for (int t = 0; t < T; t++) {
+            flags[t] = (int32_t)(eh_rand(&seed) % 3 != 0);
+            out[t] = -1e9f;
+        }
+        int64_t sx[2] = {T, 256}, st1[1] = {T};
+        EhArg a[4] = {eh_tensor(x, 2, sx, NULL), eh_tensor(flags, 1, st1, NULL), eh_tensor(out, 1, st1, NULL),
+                      eh_i32(limit)};
+        tl_emu_status st = eh_run(&k, a, 4, NULL, err, sizeof err);
+        EH_CHECK(st == TL_EMU_OK, "%s: %s", k.key, err);
+        for (int t = 0; t < T && st == TL_EMU_OK; t++) {
+            float want = -1e9f;
+            if (t <= limit && flags[t]) {
+                want = 0.0f;
+                for (int i = 0; i < 256; i++)
+                    want += x[t * 256 + i];
+            }
+            EH_CHECK(out[t] == want, "%s: out[%d] is %g, want %g", k.key, t, out[t], want);
+        }
+        eh_free(&k);
+    }
+}
+
 int main(void)
 {
     /* runs shorter than, equal to and longer than the group; 32-row runs leave threads over
@@ -165,5 +379,11 @@ int main(void)
     test_cumsum_2d(false);
     test_pipe_sum("pipe_row_sum16", 70, 100);
     test_pipe_sum("pipe_row_sum", 45, 77);
+    test_fn_sinkhorn(70, 10);
+    test_fn_sinkhorn(33, 1);
+    test_fn_slices();
+    test_fn_views();
+    for (int stages = 0; stages <= 3; stages++)
+        test_persistent(stages);
     return eh_finish("emu_tileops");
 }

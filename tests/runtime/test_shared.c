@@ -53,7 +53,7 @@ int main(void)
 #ifdef TILEC_RUNTIME_HAS_COMPILER
     /* with the compiler linked in, the malformed source is a compile error with its diagnostic */
     EXPECT(tilec_rt_library_open(rt, &lo, &lib) == TILEC_ERROR_COMPILE &&
-           strstr(tilec_rt_last_error(), "error: expected 'grid', found '{'") != NULL);
+           strstr(tilec_rt_last_error(), "error: expected 'grid' or 'persistent', found '{'") != NULL);
 #else
     EXPECT(tilec_rt_library_open(rt, &lo, &lib) == TILEC_ERROR_UNSUPPORTED);
 #endif
