@@ -129,14 +129,11 @@ static tilec_status rt_param_head(rt_sig_parser *sp, int kind, const char *what,
     return TILEC_OK;
 }
 
-static tilec_status rt_parse_tensor(rt_sig_parser *sp)
+/* the RANK and ALIGN fields of a tensor or list line */
+static tilec_status rt_rank_align(rt_sig_parser *sp, rt_param *p)
 {
     long rank, align;
-    char w[64];
-    rt_param *p;
-    tilec_status s = rt_param_head(sp, RT_P_TENSOR, "tensor name", &p);
-    if (s != TILEC_OK)
-        return s;
+    tilec_status s;
     if ((s = rt_uint_field(sp, "rank", TILEC_RT_MAX_RANK, &rank)) != TILEC_OK)
         return s;
     p->rank = (uint8_t)rank;
@@ -145,6 +142,18 @@ static tilec_status rt_parse_tensor(rt_sig_parser *sp)
     if (align == 0 || (align & (align - 1)))
         return rt_lerr(sp, "alignment must be a power of two, got %ld", align);
     p->align = (int)align;
+    return TILEC_OK;
+}
+
+static tilec_status rt_parse_tensor(rt_sig_parser *sp)
+{
+    char w[64];
+    rt_param *p;
+    tilec_status s = rt_param_head(sp, RT_P_TENSOR, "tensor name", &p);
+    if (s != TILEC_OK)
+        return s;
+    if ((s = rt_rank_align(sp, p)) != TILEC_OK)
+        return s;
     while (rt_word(sp, w, sizeof w)) {
         if (!strcmp(w, "written"))
             p->flags |= TILEC_RT_PARAM_WRITTEN;
@@ -163,20 +172,14 @@ static tilec_status rt_parse_tensor(rt_sig_parser *sp)
 /* list I NAME DTYPE RANK ALIGN MAX [written] */
 static tilec_status rt_parse_list(rt_sig_parser *sp)
 {
-    long rank, align, max;
+    long max;
     char w[64];
     rt_param *p;
     tilec_status s = rt_param_head(sp, RT_P_LIST, "list name", &p);
     if (s != TILEC_OK)
         return s;
-    if ((s = rt_uint_field(sp, "rank", TILEC_RT_MAX_RANK, &rank)) != TILEC_OK)
+    if ((s = rt_rank_align(sp, p)) != TILEC_OK)
         return s;
-    p->rank = (uint8_t)rank;
-    if ((s = rt_uint_field(sp, "alignment", 4096, &align)) != TILEC_OK)
-        return s;
-    if (align == 0 || (align & (align - 1)))
-        return rt_lerr(sp, "alignment must be a power of two, got %ld", align);
-    p->align = (int)align;
     if ((s = rt_uint_field(sp, "list max", RT_MAX_LIST, &max)) != TILEC_OK)
         return s;
     if (max == 0)
