@@ -424,6 +424,7 @@ def test_swiglu_backward(n, rnd, clamp, hh):
     """The backward from FP8 input with non-power-of-two scales: bf16 output and gradient, FP8
     gradient and scales byte for byte (signed zeros included); weight gradients within 1e-4."""
     t, topk = 19, 3
+    torch.manual_seed(n + hh + int(rnd) + int(clamp or 0))
     pos_to_token, ptt, _, ttp = generate_fused_mapping(t, topk, 4, 16, device="cpu")
     x = R.cast(expand_rows(sample(t, 2 * hh, torch.bfloat16, scale=4.0), pos_to_token), "e4m3", (1, n))
     N = ptt.numel()
@@ -438,7 +439,11 @@ def test_swiglu_backward(n, rnd, clamp, hh):
     assert_equal(xg, r_xg.bfloat16())
     assert_equal(gq, r_q)
     assert_equal(gsf, r_sf)
-    torch.testing.assert_close(wg, r_wg, atol=1e-4, rtol=1e-4)
+    # within 1e-4, widened by the fp32 summation bound hh * 2^-24 * sum|g * act| of the row: the
+    # row of large values sums terms of 1e8 whose order differs between the kernel and torch
+    _, _, r_abs = R.swiglu_backward(x, grad.abs(), torch.ones_like(weights), ptt, ttp, n, clamp, abs_terms=True)
+    tol = 1e-4 + 1e-4 * r_wg.abs() + hh * 2.0 ** -24 * r_abs
+    assert ((wg - r_wg).abs() <= tol).all(), (wg - r_wg).abs().max()
 
 
 def test_swiglu_weight_index_past_the_weights():
