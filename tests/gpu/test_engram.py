@@ -13,7 +13,7 @@ import torch
 import tilec
 from tilec import engram as E
 from tilec.modeling.engram import engram_gate
-from tilec.testing import assert_equal, calc_diff
+from tilec.testing import assert_equal, calc_diff, calc_diff_to_exact
 from tilec.testing.generator import generate_hidden_sizes, generate_num_sms
 from tilec.torch import engram as R
 
@@ -226,13 +226,19 @@ def test_engram_gate_layer(d, main_grad):
     ref.backward(go)
     assert calc_diff(out.detach(), ref.detach()) < 2e-10
     # each side runs its own forward: the gate's derivative amplifies the f32 rounding of the
-    # forward's sums where dot is near 0 (test_engram_emu.py's layer test says more), so 1e-5
-    # here; test_engram_gate_bwd holds the backward to 1e-8 on the reference's saved tensors
-    for a, b in zip((xl.grad, kl.grad, vl.grad), (xr.grad, kr.grad, vr.grad)):
-        assert calc_diff(a, b) < 1e-5
+    # forward's sums where dot is near 0 (test_engram_emu.py's layer test says more); over 4002
+    # tokens x 4 heads at D = 7168 the f32 reference is itself ~1e-5 from the float64 one, so
+    # the gradients are held to the float64 reference: 1e-5, or 3x the f32 reference's distance
+    # (test_engram_gate_bwd holds the backward to 1e-8 on the reference's saved tensors)
+    xe, ke, ve, whe, wee = (t.double().requires_grad_(True) for t in (x, k, v, wh, we))
+    R.engram_gate_ref(xe, ke, ve, whe, wee, CLAMP, EPS).backward(go.double())
+    for a, b, e in zip((xl.grad, kl.grad, vl.grad), (xr.grad, kr.grad, vr.grad), (xe.grad, ke.grad, ve.grad)):
+        calc_diff_to_exact(a, b, e, 1e-5)
     if main_grad:      # f32, accumulated in place
         assert whl.grad is None and wel.grad is None
-        assert calc_diff(whl.main_grad, whr.grad) < 1e-5 and calc_diff(wel.main_grad, wer.grad) < 1e-5
+        calc_diff_to_exact(whl.main_grad, whr.grad, whe.grad, 1e-5)
+        calc_diff_to_exact(wel.main_grad, wer.grad, wee.grad, 1e-5)
     else:              # autograd casts the f32 gradients to the bf16 parameters
         assert whl.grad.dtype == wel.grad.dtype == torch.bfloat16
-        assert calc_diff(whl.grad, whr.grad) < 1e-5 and calc_diff(wel.grad, wer.grad) < 1e-5
+        calc_diff_to_exact(whl.grad, whr.grad, whe.grad, 1e-5)
+        calc_diff_to_exact(wel.grad, wer.grad, wee.grad, 1e-5)

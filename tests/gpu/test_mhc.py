@@ -14,7 +14,7 @@ import torch
 
 import tilec
 from tilec.modeling.mhc import ops as O
-from tilec.testing import assert_equal
+from tilec.testing import assert_close_to_exact, assert_equal
 from tilec.testing.generator import generate_num_sms
 from tilec.torch import mhc as R
 
@@ -57,7 +57,7 @@ def test_expand(n0, n1, m, H):
     O.expand_to_mhc(xa, m).backward(og)
     R.expand_to_mhc_ref(xb, m).backward(og)
     torch.testing.assert_close(xa.grad, xb.grad)
-    assert_equal(xa.grad, og.float().sum(-2).bfloat16())
+    assert_equal(xa.grad, R._sum_in_order(og.float(), -2, keepdim=False).bfloat16())  # j order, §3.1
 
 
 @pytest.mark.parametrize("n0", [1, 2])
@@ -85,6 +85,10 @@ def test_split_mixes(n0, n1):
     b = [t.clone().requires_grad_() for t in (z, scale, base)]
     want = R.mhc_pre_split_mixes_ref(*b, 4, 2.0, 1e-2)
     torch.autograd.backward(want, grads)
+    # grad_scale and grad_base sum over every token: at 8192 the f32 reference is itself 4.5e-5
+    # off, beyond the spec's atol, so those two are held to the float64 reference
+    e = [t.double().requires_grad_() for t in (z, scale, base)]
+    torch.autograd.backward(R.mhc_pre_split_mixes_ref(*e, 4, 2.0, 1e-2), [g.double() for g in grads])
     for n in sms_counts():
         tilec.set_num_sms(n)
         a = [t.clone().requires_grad_() for t in (z, scale, base)]
@@ -92,8 +96,9 @@ def test_split_mixes(n0, n1):
         torch.autograd.backward(got, grads)
         for u, v in zip(got, want):
             torch.testing.assert_close(u, v, rtol=1e-5, atol=2e-5)
-        for u, v in zip(a, b):
-            torch.testing.assert_close(u.grad, v.grad, rtol=1e-5, atol=2e-5)
+        torch.testing.assert_close(a[0].grad, b[0].grad, rtol=1e-5, atol=2e-5)
+        for u, v, x in zip(a[1:], b[1:], e[1:]):
+            assert_close_to_exact(u.grad, v.grad, x.grad, rtol=1e-5, atol=2e-5)
 
 
 @pytest.mark.parametrize("n0", [1, 2])
