@@ -9,7 +9,7 @@ rotated past the L2 cache); GB/s = bytes moved as the spec counts them (each inp
 each output written once) / time, and for the bandwidth-bound ops the fraction of the
 device-to-device copy ceiling measured in this run.
 
-Usage: python bench/bench_mhc.py [--json FILE] [--quick] [--no-compile]
+Usage: python bench/bench_mhc.py [--json FILE] [--quick] [--no-compile] [--only WORD,...]
 (the table goes to stdout; --json defaults to $OUT/bench_mhc.json when $OUT is set)."""
 import argparse
 import os
@@ -61,13 +61,17 @@ def main():
     ap.add_argument("--json", default=os.path.join(os.environ["OUT"], "bench_mhc.json") if os.environ.get("OUT") else None)
     ap.add_argument("--quick", action="store_true", help="H = 7168 and the decode size 1 only")
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines")
+    ap.add_argument("--only", default="", help="only the functions whose name contains one of these comma-separated words")
     args = ap.parse_args()
+    only = [w for w in args.only.split(",") if w]
     ceiling = copy_ceiling()
     hiddens = [7168] if args.quick else [7168, 2560]
     tokens = [8192, 1] if args.quick else [8192, 128, 16, 1]
     rows = []
 
     def bench(name, T, H, make, ours, refn, comp, nbytes):
+        if only and not any(w in name for w in only):
+            return
         inputs = rotated(make, nbytes)
         warm_gpu()
         t_ours = time_fn(ours, inputs)

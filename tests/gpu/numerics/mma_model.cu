@@ -295,19 +295,33 @@ struct Variant {
     bool floor_terms;    /* terms rounded toward -inf (a two's complement cut) instead of toward 0 */
     bool norm_R;         /* R from the normalised products' exponents */
     bool no_clamp;       /* no lower limit -133 on R */
+    int group;           /* products added per step (0: all k at once): c = cut(c + group) in turn */
 };
 
 static const Variant VARIANTS[] = {
-    {"the model", 0, 0, false, false, false, false, false},
-    {"F + 1", 1, 0, false, false, false, false, false},
-    {"F - 1", -1, 0, false, false, false, false, false},
-    {"F + 2", 2, 0, false, false, false, false, false},
-    {"p + 1 (FP8)", 0, 1, false, false, false, false, false},
-    {"FP8 at F = 25, p = 23", 0, 0, true, false, false, false, false},
-    {"result RNE", 0, 0, false, true, false, false, false},
-    {"terms floored", 0, 0, false, false, true, false, false},
-    {"R normalised", 0, 0, false, false, false, true, false},
-    {"R unclamped", 0, 0, false, false, false, false, true},
+    {"the model", 0, 0, false, false, false, false, false, 0},
+    {"F + 1", 1, 0, false, false, false, false, false, 0},
+    {"F - 1", -1, 0, false, false, false, false, false, 0},
+    {"F + 2", 2, 0, false, false, false, false, false, 0},
+    {"F + 3", 3, 0, false, false, false, false, false, 0},
+    {"F + 6", 6, 0, false, false, false, false, false, 0},
+    {"F + 9", 9, 0, false, false, false, false, false, 0},
+    {"F + 12", 12, 0, false, false, false, false, false, 0},
+    {"p + 1 (FP8)", 0, 1, false, false, false, false, false, 0},
+    {"p + 10", 0, 10, false, false, false, false, false, 0},
+    {"F + 3, p + 10", 3, 10, false, false, false, false, false, 0},
+    {"FP8 at F = 25, p = 23", 0, 0, true, false, false, false, false, 0},
+    {"result RNE", 0, 0, false, true, false, false, false, 0},
+    {"terms floored", 0, 0, false, false, true, false, false, 0},
+    {"R normalised", 0, 0, false, false, false, true, false, 0},
+    {"R unclamped", 0, 0, false, false, false, false, true, 0},
+    {"k in steps of 16", 0, 0, false, false, false, false, false, 16},
+    {"steps of 16, F + 3", 3, 0, false, false, false, false, false, 16},
+    {"steps of 16, p + 10", 0, 10, false, false, false, false, false, 16},
+    {"k in steps of 8", 0, 0, false, false, false, false, false, 8},
+    {"steps of 8, p + 10", 0, 10, false, false, false, false, false, 8},
+    {"k in steps of 4", 0, 0, false, false, false, false, false, 4},
+    {"steps of 4, p + 10", 0, 10, false, false, false, false, false, 4},
 };
 enum { NVARIANTS = sizeof VARIANTS / sizeof VARIANTS[0] };
 
@@ -342,10 +356,11 @@ static LVal ldecode(int ebits, int mbits, bool ieee, uint32_t code)
     return r;
 }
 
-/* the finite result of a variant, or false when the output is inf / NaN under the model */
-static bool variant(const Form &f, const Variant &v, const Row &r, uint32_t *out)
+/* one step of a variant: products lo .. hi - 1 of the row added to the accumulator c (f32 bits) */
+static bool variant_step(const Form &f, const Variant &v, const Row &r, int lo, int hi, uint32_t cbits,
+                         uint32_t *out)
 {
-    LVal c = ldecode(8, 23, true, r.c);
+    LVal c = ldecode(8, 23, true, cbits);
     if (c.cls >= 2)
         return false;
     int F = f.F + v.dF, p = f.p + v.dp;
@@ -357,7 +372,7 @@ static bool variant(const Form &f, const Variant &v, const Row &r, uint32_t *out
     int R = c.cls == 1 ? c.e : (v.no_clamp ? -100000 : -133);
     LVal a[32], b[32];
     bool any = c.cls == 1;
-    for (int i = 0; i < f.k; i++) {
+    for (int i = lo; i < hi; i++) {
         uint32_t ca = f.form == TL_NUM_MMA_TF32 ? r.a[i] >> 13 : r.a[i];
         uint32_t cb = f.form == TL_NUM_MMA_TF32 ? r.b[i] >> 13 : r.b[i];
         a[i] = ldecode(f.ebits, f.mbits, f.ieee, ca);
@@ -383,9 +398,9 @@ static bool variant(const Form &f, const Variant &v, const Row &r, uint32_t *out
         R = -133;
     int lsb = R - F;
     long double S = 0;
-    for (int i = 0; i <= f.k; i++) {
+    for (int i = lo; i <= hi; i++) {
         long double t;
-        if (i < f.k) {
+        if (i < hi) {
             if (a[i].cls != 1 || b[i].cls != 1)
                 continue;
             t = a[i].v * b[i].v;
@@ -414,6 +429,22 @@ static bool variant(const Form &f, const Variant &v, const Row &r, uint32_t *out
         return true;
     }
     *out = sign | tl_num_bits((float)res);
+    return true;
+}
+
+/* the finite result of a variant, or false when the output is inf / NaN under the model; with a
+ * group, the instruction's k products go in `group` at a time, each step's result the next c */
+static bool variant(const Form &f, const Variant &v, const Row &r, uint32_t *out)
+{
+    int g = v.group > 0 && v.group < f.k ? v.group : f.k;
+    uint32_t c = r.c;
+    for (int lo = 0; lo < f.k; lo += g) {
+        if (!variant_step(f, v, r, lo, lo + g, c, &c))
+            return false;
+        if ((c & 0x7F800000u) == 0x7F800000u)
+            return false;
+    }
+    *out = c;
     return true;
 }
 
