@@ -139,8 +139,8 @@ def test_apply_mix(n0, n1, H):
 
 
 @pytest.mark.parametrize("n0", [1, 2])
-@pytest.mark.parametrize("n1", [1, 4096])
-@pytest.mark.parametrize("H", [1280, 2560, 7168])
+@pytest.mark.parametrize("n1", [1, 37, 4096])
+@pytest.mark.parametrize("H", [300, 1280, 2560, 2600, 7168])   # 300, 2600: a partial last tile of 256
 def test_post(n0, n1, H):
     x, res = cuda(n0, n1, H, dtype=torch.bfloat16), cuda(n0, n1, 4, H, dtype=torch.bfloat16)
     post, comb, go = cuda(n0, n1, 4, 1), cuda(n0, n1, 4, 4), cuda(n0, n1, 4, H, dtype=torch.bfloat16)
