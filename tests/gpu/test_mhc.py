@@ -147,6 +147,10 @@ def test_post(n0, n1, H):
     a = [t.clone().requires_grad_() for t in (x, res, post, comb)]
     out = O.mhc_post(*a)
     assert_equal(out, R.mhc_post_ref(x, res, post, comb))
+    if H % 256:   # the backward's known defect on the GPU: refused with a clear error
+        with pytest.raises(NotImplementedError, match="multiple of 256"):
+            out.backward(go)
+        return
     out.backward(go)
     b = [t.clone().requires_grad_() for t in (x, res, post, comb)]
     R.mhc_post_ref(*b).backward(go)

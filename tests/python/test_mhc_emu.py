@@ -324,6 +324,18 @@ def test_bwd_hidden_splits(num_sms):
     torch.testing.assert_close(outs[0][1], outs[1][1], atol=1e-4, rtol=1e-4)
 
 
+def test_post_bwd_ragged_hidden_refused_on_gpu():
+    """On CUDA tensors (fake ones here: no launch) a hidden size that is not a multiple of 256 is
+    refused with the known-defect error; the same shapes on CPU tensors run (test_post)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        bf = lambda *s: torch.empty(s, device="cuda", dtype=torch.bfloat16)  # noqa: E731
+        f32 = lambda *s: torch.empty(s, device="cuda")  # noqa: E731
+        with pytest.raises(NotImplementedError, match=r"mhc_post_bwd: on a GPU the hidden size must be a multiple "
+                                                      r"of 256, got 300"):
+            O.mhc_post_bwd(bf(1, 3, 300), bf(1, 3, 4, 300), f32(1, 3, 4, 1), f32(1, 3, 4, 4), bf(1, 3, 4, 300))
+
+
 def test_post_out_and_strided_residual():
     x, res, post, comb, _ = _post_case(2, 3, 256)
     out = torch.empty_like(res)

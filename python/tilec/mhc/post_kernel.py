@@ -61,6 +61,12 @@ def mhc_post_bwd(x: torch.Tensor, residual: torch.Tensor, post_layer_mix: torch.
     check_shape(fn, "d_o", d_o, residual.shape, "residual's")
     check_device(fn, residual=residual, d_o=d_o)
     check_bool(fn, "fuse_grad_acc", fuse_grad_acc)
+    if residual.is_cuda and H % BH_BWD:
+        # the H200 sums d_post and d_comb over lanes 0-4 of each warp only when a block's columns
+        # end in a partial tile (emu_vs_gpu, 2026-12-02): an error, not wrong gradients
+        raise NotImplementedError(f"{fn}: on a GPU the hidden size must be a multiple of {BH_BWD}, got {H} "
+                                  f"(a known defect of the kernel's partial last tile, docs/kernels/mhc.md); "
+                                  f"CPU tensors take any size")
     given = residual
     residual = residual.contiguous()
     d_o = d_o.contiguous()
