@@ -73,10 +73,9 @@ def swiglu_forward(x: torch.Tensor, pos_to_token_topk: Optional[torch.Tensor] = 
 
 def swiglu_backward(x, grad_out: torch.Tensor, weight: torch.Tensor, pos_to_token_topk: torch.Tensor,
                     token_topk_to_pos: torch.Tensor, num_per_channels: int,
-                    swiglu_clamp_value: Optional[float] = None, abs_terms: bool = False):
+                    swiglu_clamp_value: Optional[float] = None):
     """Backward of the weighted SwiGLU from FP8 inputs (x = (e4m3 (N, 2Hh), f32 scales 1 x n)).
-    Returns (out f32 (N, Hh), x_grad f32 (N, 2Hh), weight_grad f32 (num_tokens, K)).
-    abs_terms: weight_grad holds sum |grad * act| instead (the scale of its rounding error)."""
+    Returns (out f32 (N, Hh), x_grad f32 (N, 2Hh), weight_grad f32 (num_tokens, K))."""
     xq, xs = x
     xq = xq.reshape(-1, xq.shape[-1])
     n_rows = xq.shape[0]
@@ -104,7 +103,6 @@ def swiglu_backward(x, grad_out: torch.Tensor, weight: torch.Tensor, pos_to_toke
     pos = pos_to_token_topk.long()
     mapped = pos >= 0
     if n_rows:
-        terms = (g * act).abs() if abs_terms else g * act
-        weight_grad.view(-1)[pos[mapped]] = terms.sum(dim=1)[mapped]
+        weight_grad.view(-1)[pos[mapped]] = (g * act).sum(dim=1)[mapped]
     del token_topk_to_pos  # unmapped entries stay zero
     return out, torch.cat((dx, dy), dim=1), weight_grad
