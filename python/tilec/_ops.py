@@ -6,10 +6,15 @@ op's schema from the function's parameters (their annotations, or the kinds it i
 registers the function itself as the op ``tilec::NAME`` — as its implementation, and, run with
 launches turned off, as its fake implementation: the outputs are allocated by the same code, so
 their shapes, dtypes and strides agree by construction. An eager call goes straight to the
-function (no dispatcher on the launch path); a traced call (torch.compile, make_fx) goes through
-``torch.ops.tilec.NAME``. The public function keeps TileKernels' signature and return value:
+function (no dispatcher on the launch path); a traced call (torch.compile, make_fx, AOT autograd
+tracing a backward) goes through ``torch.ops.tilec.NAME``. The public function keeps TileKernels' signature and return value:
 arguments the op schema cannot hold (a ``(data, sf)`` pair, a tuple of ints) travel flattened, and
 the results travel as a list of tensors that the declaration's ``returns`` puts back together.
+
+A differentiable function declares its autograd formula with the op (``autograd=``): it is
+registered with ``torch.library.register_autograd``, and a call that needs gradients goes through
+the op eagerly too, so that one formula serves eager and traced training (the backward's kernels
+are ops of their own, so the traced backward is a graph of ops as well).
 """
 import functools
 import inspect
@@ -29,6 +34,7 @@ _FROM_ANNOTATION = {
     torch.Tensor: TENSOR, typing.Optional[torch.Tensor]: OPT_TENSOR, int: INT, typing.Optional[int]: OPT_INT,
     float: FLOAT, typing.Optional[float]: OPT_FLOAT, bool: BOOL, str: STR, typing.Optional[str]: OPT_STR,
     typing.Tuple[int, int]: INTS, typing.Optional[typing.Tuple[int, int]]: OPT_INTS, torch.dtype: DTYPE,
+    typing.List[torch.Tensor]: TENSORS,
 }
 
 OPS = {}  # op name -> the custom op, for tests (opcheck) and docs
@@ -66,17 +72,52 @@ def _rebuild_none(flat, args):
     return None
 
 
-_RETURNS = {"tuple": _rebuild_tuple, "tensor": _rebuild_single, "none": _rebuild_none}
+def _rebuild_out(flat, args):
+    return args["out"] if args["out"] is not None else flat[0]
 
 
-def kernel_op(name=None, *, kinds=None, mutates=(), returns="tuple"):
+_RETURNS = {"tuple": _rebuild_tuple, "tensor": _rebuild_single, "none": _rebuild_none, "out": _rebuild_out}
+
+
+def _written(v):
+    """The tensors of a written argument: a tensor, or a list of tensors (none for None)."""
+    if v is None:
+        return []
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+_TRACING_MODES = tuple(torch._C._TorchDispatchModeKey.__members__.values())   # fake, proxy, functional
+
+
+def _tracing():
+    """A call being traced: by Dynamo, or under a fake, proxy or functionalisation mode (AOT
+    autograd tracing a registered backward, make_fx)."""
+    return torch.compiler.is_compiling() or any(torch._C._get_dispatch_mode(k) is not None for k in _TRACING_MODES)
+
+
+def _wants_grad(a, kw):
+    return torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad
+                                           for v in (*a, *kw.values()))
+
+
+def kernel_op(name=None, *, kinds=None, mutates=(), returns="tuple", saves=0, autograd=None):
     """Declares a public kernel function as the custom op ``tilec::name`` (default: the function's
     name). ``kinds`` gives the travel kind of parameters whose annotation does not say it
     (QUANT: a tensor or a (data, sf) pair; PAIR: always a pair; INTS: a tuple of ints; ...);
-    ``mutates`` names the tensors the kernels write in place (the op returns their new values after
-    its results, and the traced call copies them back); ``returns`` rebuilds the public
-    return value from the op's list of result tensors: "tuple", "tensor", "none" or a function
-    (flat, args) -> value, args being the public call's arguments by name."""
+    ``mutates`` names the tensors (or lists of tensors) the kernels write in place (the op returns
+    their new values after its results, and the traced call copies them back); ``returns`` rebuilds
+    the public return value from the op's list of result tensors: "tuple", "tensor", "none", "out"
+    (the ``out`` argument when given, else the one result) or a function (flat, args) -> value,
+    args being the public call's arguments by name.
+
+    ``saves``: the number of tensors the function keeps for its backward; it then returns
+    ``(value, (t1, ..., t_saves))``, the op returns the saved tensors after its results, and the
+    public call returns ``value`` alone. ``autograd``: ``(setup_context, backward)``, registered on
+    the op with torch.library.register_autograd: ``setup_context(ctx, args, results)`` gets the
+    public arguments by name and the op's result tensors (results, saved tensors, written
+    tensors); ``backward(ctx, grads)`` gets one gradient a result and returns {argument name:
+    gradient} (arguments left out get None). A call with grad mode on and an argument that
+    requires grad then goes through the op eagerly as well."""
     def deco(fn):
         op_name = name or fn.__name__
         sig = inspect.signature(fn)
@@ -130,15 +171,24 @@ def kernel_op(name=None, *, kinds=None, mutates=(), returns="tuple"):
             # The op is functional: a tensor the function writes in place (``mutates``) is cloned,
             # written, and returned after the results; the traced call copies it back into the
             # caller's tensor (auto-functionalisation supports neither Tensor[] results nor
-            # optional written tensors, and this costs only the clone, on the traced path).
+            # optional written tensors, and this costs only the clone, on the traced path and, for
+            # a differentiable op, an eager call that needs gradients).
             args = unflatten(flat)
-            written = [args[m].clone() for m in mutates if args[m] is not None]
-            it = iter(written)
+            written = []
             for m in mutates:
-                if args[m] is not None:
-                    args[m] = next(it)
-            res = _flatten_result(fn(**args), [])
-            return [r for r in res if not any(r is w for w in written)] + written
+                v = args[m]
+                if isinstance(v, (list, tuple)):
+                    args[m] = [t.clone() for t in v]
+                    written += args[m]
+                elif v is not None:
+                    args[m] = v.clone()
+                    written.append(args[m])
+            r = fn(**args)
+            saved = []
+            if saves:
+                r, saved = r[0], list(r[1])
+            res = _flatten_result(r, [])
+            return [t for t in res if not any(t is w for w in written)] + saved + written
 
         def fake(*flat):
             with _NoLaunch():
@@ -148,19 +198,37 @@ def kernel_op(name=None, *, kinds=None, mutates=(), returns="tuple"):
         op.register_fake(fake)
         OPS[op_name] = op
 
+        if autograd is not None:
+            setup_fn, backward_fn = autograd
+
+            def setup_context(ctx, inputs, output):
+                setup_fn(ctx, unflatten(list(inputs)), list(output))
+
+            def backward(ctx, grads):
+                got = backward_fn(ctx, list(grads))
+                flat = []
+                for pname, kind, _ in params:
+                    flat += [got.get(pname), None] if kind in (QUANT, PAIR) else [got.get(pname)]
+                return tuple(flat)
+
+            torch.library.register_autograd(op, backward, setup_context=setup_context)
+
         @functools.wraps(fn)
         def call(*a, **kw):
-            if not torch.compiler.is_compiling():
-                return fn(*a, **kw)
+            if not _tracing() and not (autograd is not None and _wants_grad(a, kw)):
+                r = fn(*a, **kw)
+                return r[0] if saves else r
             bound = sig.bind(*a, **kw)
             bound.apply_defaults()
             args = bound.arguments
             res = op(*flatten(args))
-            present = [m for m in mutates if args[m] is not None]
-            if present:
-                res, written = res[:-len(present)], res[-len(present):]
-                for m, w in zip(present, written):
-                    args[m].copy_(w)
+            targets = [t for m in mutates for t in _written(args[m])]
+            if targets:
+                res, written = res[:-len(targets)], res[-len(targets):]
+                for t, w in zip(targets, written):
+                    t.copy_(w)
+            if saves:
+                res = res[:len(res) - saves]
             return rebuild(res, args)
 
         def op_args(*a, **kw):
@@ -170,6 +238,7 @@ def kernel_op(name=None, *, kinds=None, mutates=(), returns="tuple"):
             return tuple(flatten(bound.arguments))
 
         call.op = op
+        call.op_name = op_name
         call.op_args = op_args
         call.impl = fn
         return call

@@ -2,7 +2,12 @@
 traces whole: torch.library.opcheck passes for each op on CPU tensors (the emulator) — schema,
 fake tensor, autograd registration, AOT dispatch with dynamic shapes —, a compiled call with
 fullgraph=True (no graph break) gives results bit-identical to the eager call, a change of token
-count marked dynamic does not recompile, and the fake implementations launch nothing."""
+count marked dynamic does not recompile, and the fake implementations launch nothing. The mHC
+ops carry their autograd (their backward kernels are ops too): opcheck with inputs that require
+grad, and an mHC training step (expand, mhc_pre, mhc_post, mhc_head) compiled forward and
+backward in one graph whose loss and gradients are bit-identical to eager mode — the
+grad_from_mhc_post accumulation of the residual's gradient included — for every token count
+marked dynamic, with one compile."""
 import os
 import sys
 
@@ -15,14 +20,19 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import tilec  # noqa: E402
 from tilec import _ops, moe, quant as Q  # noqa: E402
+from tilec.modeling import mhc as MHC  # noqa: E402
+from tilec.modeling.mhc import ops as MO  # noqa: E402
+from tilec.modeling.mhc.ops import (expand as MO_expand, head_compute_mix as MO_head, norm_fn as MO_norm,  # noqa: E402
+                                    pre_apply_mix as MO_apply, pre_split_mixes as MO_split, sinkhorn as MO_sink)
 from test_bad_arguments import VALID  # noqa: E402  (a valid call of every public function)
 
 # the synchronising form of get_fused_mapping (num_expanded_tokens = 0, force_no_sync = False) trims
 # its outputs to a size read from the device: a graph break by nature; traced, use a size or
 # force_no_sync
 NOT_OPS = {"unpack_from_e2m1fn_x2"}   # plain torch code, traced as is
-# the mHC family: its ops are autograd layers over kernels that are not custom ops yet
-NOT_YET = ("tilec.modeling.mhc", "tilec.mhc")
+# not ops themselves: the mHC functional layer (compositions of the mHC ops) and round_to_tf32
+# (plain torch code); compiled whole like the ops
+LAYERS = {"expand_from_embedding", "mhc_pre", "mhc_head", "round_to_tf32"}
 
 
 # TILEC_OPS_DEVICE=cuda runs the same checks on CUDA tensors (scripts/gpu_all.sh)
@@ -32,15 +42,42 @@ DEV = os.environ.get("TILEC_OPS_DEVICE", "cpu")
 def _on(v):
     if isinstance(v, torch.Tensor):
         return v.to(DEV)
-    if isinstance(v, tuple):
-        return tuple(_on(e) for e in v)
+    if isinstance(v, (tuple, list)):
+        return type(v)(_on(e) for e in v)
     return v
+
+
+def _bwd_calls():
+    """A valid call of each mHC backward op (the kernels of the ops' autograd)."""
+    g = torch.Generator().manual_seed(0)
+
+    def bf(*shape):
+        return torch.randn(shape, generator=g).bfloat16()
+
+    def f32(*shape):
+        return torch.randn(shape, generator=g)
+    res, fn = bf(2, 3, 4, 64), f32(24, 256) * 1e-2
+    _, fn_r, mul, sq = MO.mhc_pre_norm_fn.op(*MO.mhc_pre_norm_fn.op_args(res, fn, None, 1e-6, n_splits=4))
+    return [
+        (MO_expand._expand_to_mhc_bwd, dict(out_grad=bf(2, 3, 4, 256))),
+        (MO_sink._sinkhorn_normalize_bwd, dict(x=f32(2, 3, 4, 4), grad=f32(2, 3, 4, 4), repeat=10, eps=1e-6)),
+        (MO_split._mhc_pre_split_mixes_bwd, dict(input_mixes=f32(2, 3, 24), post=torch.rand(2, 3, 4, 1, generator=g),
+                                                 g_pre=f32(2, 3, 4, 1), g_post=f32(2, 3, 4, 1), g_comb=f32(2, 3, 4, 4),
+                                                 mhc_scale=f32(3), mhc_base=f32(24), mhc_mult=4,
+                                                 mhc_post_mult_value=2.0)),
+        (MO_head._mhc_head_compute_mix_bwd, dict(input_mix=f32(2, 3, 4), g_out=f32(2, 3, 4), mhc_scale=f32(1),
+                                                 mhc_base=f32(4))),
+        (MO_apply._mhc_pre_apply_mix_bwd, dict(x=bf(2, 3, 4, 256), mix=torch.rand(2, 3, 4, 1, generator=g),
+                                               o_grad=bf(2, 3, 256), x_grad_buf=bf(2, 3, 4, 256))),
+        (MO_norm._mhc_pre_norm_fn_bwd, dict(out_grad=f32(2, 3, 24), mul=mul, sq=sq, x=res, fn_r=fn_r,
+                                            x_grad_buf=bf(2, 3, 4, 64), norm_eps=1e-6)),
+    ]
 
 
 def _op_calls():
     out = []
-    for fn, kw in VALID:
-        if fn.__name__ in NOT_OPS or fn.__module__.startswith(NOT_YET):
+    for fn, kw in VALID + _bwd_calls():
+        if fn.__name__ in NOT_OPS or fn.__name__ in LAYERS:
             continue
         if fn.__name__ == "get_fused_mapping":
             kw = dict(kw, num_expanded_tokens=64)
@@ -50,6 +87,7 @@ def _op_calls():
 
 OP_CALLS = _op_calls()
 IDS = [f.__name__ for f, _ in OP_CALLS]
+LAYER_CALLS = [(fn, {k: _on(v) for k, v in kw.items()}) for fn, kw in VALID if fn.__name__ in LAYERS]
 
 
 def _flat(r, out=None):
@@ -72,19 +110,23 @@ def _same(a, b):
         if isinstance(x, torch.Tensor):
             assert isinstance(y, torch.Tensor)
             assert (x.shape, x.dtype, x.stride()) == (y.shape, y.dtype, y.stride())
-            assert torch.equal(x.contiguous().view(torch.uint8), y.contiguous().view(torch.uint8))
+            assert torch.equal(x.reshape(-1).view(torch.uint8), y.reshape(-1).view(torch.uint8))
         else:
             assert x == y
 
 
 def _clone(kw):
-    return {k: (v.clone() if isinstance(v, torch.Tensor) else
-                tuple(e.clone() if isinstance(e, torch.Tensor) else e for e in v) if isinstance(v, tuple) else v)
-            for k, v in kw.items()}
+    def one(v):
+        if isinstance(v, torch.Tensor):
+            return v.clone()
+        if isinstance(v, (tuple, list)):
+            return type(v)(e.clone() if isinstance(e, torch.Tensor) else e for e in v)
+        return v
+    return {k: one(v) for k, v in kw.items()}
 
 
 def test_every_public_function_is_an_op():
-    names = {f.__name__ for f, _ in OP_CALLS}
+    names = {getattr(f, "op_name", f.__name__) for f, _ in OP_CALLS}
     for f, _ in OP_CALLS:
         if f.__name__ != "get_fused_mapping":   # a wrapper of the op _fused_mapping
             assert hasattr(f, "op"), f"{f.__name__} is not declared with @kernel_op"
@@ -118,12 +160,14 @@ def test_opcheck(fn, kw):
     torch.library.opcheck(target.op, args, test_utils=utils)
 
 
-@pytest.mark.parametrize("fn, kw", OP_CALLS, ids=IDS)
+@pytest.mark.parametrize("fn, kw", OP_CALLS + LAYER_CALLS, ids=IDS + [f.__name__ for f, _ in LAYER_CALLS])
 def test_fullgraph_compile_bit_identical(fn, kw):
     torch._dynamo.reset()
-    eager = fn(**_clone(kw))
-    compiled = torch.compile(lambda **a: fn(**a), fullgraph=True, backend="aot_eager")(**_clone(kw))
+    ea, ca = _clone(kw), _clone(kw)
+    eager = fn(**ea)
+    compiled = torch.compile(lambda **a: fn(**a), fullgraph=True, backend="aot_eager")(**ca)
     _same(eager, compiled)
+    _same([ea[k] for k in sorted(ea)], [ca[k] for k in sorted(ca)])   # the tensors written in place too
 
 
 @pytest.mark.parametrize("fn, kw", [c for c in OP_CALLS if c[0].__name__ != "get_fused_mapping"],
@@ -134,8 +178,8 @@ def test_fake_on_meta_tensors(fn, kw):
     def meta(v):
         if isinstance(v, torch.Tensor):
             return v.to("meta")
-        if isinstance(v, tuple):
-            return tuple(meta(e) for e in v)
+        if isinstance(v, (tuple, list)):
+            return type(v)(meta(e) for e in v)
         return v
     real = _flat(fn.op(*fn.op_args(**_clone(kw))))
     fake = _flat(fn.op(*fn.op_args(**{k: meta(v) for k, v in kw.items()})))
@@ -235,7 +279,7 @@ class _HostReads(torch.utils._python_dispatch.TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-@pytest.mark.parametrize("fn, kw", OP_CALLS, ids=IDS)
+@pytest.mark.parametrize("fn, kw", OP_CALLS + LAYER_CALLS, ids=IDS + [f.__name__ for f, _ in LAYER_CALLS])
 def test_launch_path_reads_no_tensor_values(fn, kw, monkeypatch):
     """No host synchronisation and no value-dependent Python work on any launch path."""
     kw = _clone(kw)
@@ -253,3 +297,104 @@ def test_synchronising_path_is_seen(monkeypatch):
     with _HostReads(monkeypatch) as mode:
         moe.get_fused_mapping(idx, 4, 0, 16)
     assert "tolist" in mode.reads
+
+
+# ---- the mHC ops' autograd ----------------------------------------------------------------------------
+
+# the differentiable mHC ops and the arguments that take gradients
+DIFFERENTIABLE = {
+    "expand_to_mhc": ("hidden",), "sinkhorn_normalize": ("x",),
+    "mhc_pre_split_mixes": ("input_mixes", "mhc_scale", "mhc_base"),
+    "mhc_head_compute_mix": ("input_mix", "mhc_scale", "mhc_base"), "mhc_pre_apply_mix": ("x", "mix"),
+    "mhc_post": ("x", "residual", "post_layer_mix", "comb_res_mix"),
+    "mhc_pre_norm_fn": ("residual", "mhc_fn", "mhc_norm_weight"),
+}
+GRAD_CALLS = [(fn, kw) for fn, kw in OP_CALLS if fn.__name__ in DIFFERENTIABLE]
+
+
+def _with_grad(fn, kw):
+    kw = _clone(kw)
+    if "out" in kw:
+        kw["out"] = None     # a preallocated output is written, not differentiated
+    for name in DIFFERENTIABLE[fn.__name__]:
+        kw[name].requires_grad_()
+    return kw
+
+
+@pytest.mark.parametrize("fn, kw", GRAD_CALLS, ids=[f.__name__ for f, _ in GRAD_CALLS])
+def test_opcheck_with_gradients(fn, kw):
+    """The autograd registration and AOT dispatch (forward and backward, dynamic shapes) of each
+    differentiable op, with its inputs requiring grad."""
+    torch.library.opcheck(fn.op, fn.op_args(**_with_grad(fn, kw)),
+                          test_utils=("test_autograd_registration", "test_aot_dispatch_dynamic"))
+
+
+@pytest.mark.parametrize("fn, kw", GRAD_CALLS, ids=[f.__name__ for f, _ in GRAD_CALLS])
+def test_compiled_backward_bit_identical(fn, kw):
+    """Each differentiable op compiled forward and backward with fullgraph=True: its gradients
+    are the eager call's, bit for bit."""
+    torch._dynamo.reset()
+    grads = []
+    for run in (fn, torch.compile(lambda **a: fn(**a), fullgraph=True, backend="aot_eager")):
+        a = _with_grad(fn, kw)
+        outs = [t for t in _flat(run(**a)) if t.requires_grad]
+        g = torch.Generator().manual_seed(1)
+        torch.autograd.backward(outs, [torch.randn(t.shape, generator=g).to(t.dtype) for t in outs])
+        grads.append([a[n].grad for n in DIFFERENTIABLE[fn.__name__]])
+    _same(*grads)
+
+
+def _mhc_step(emb, fn, scale, base, normw, w, hfn, hscale, hbase):
+    """expand -> mhc_pre -> a sub-layer -> mhc_post -> mhc_head -> loss: the residual's gradient
+    from mhc_post is accumulated by mhc_pre's backward passes in place (grad_from_mhc_post)."""
+    r = MHC.expand_from_embedding(emb, 4)
+    li, (post, comb) = MHC.mhc_pre(r, fn, scale, base, norm_weight=normw, post_mult_value=2.0, n_splits=4)
+    y = torch.tanh(li.float() @ w).bfloat16()
+    r = MO.mhc_post(y, r, post, comb)
+    h = MHC.mhc_head(r, hfn, hscale, hbase, n_splits=4)
+    return (h.float() ** 2).mean()
+
+
+def _mhc_leaves(T, H=64, m=4):
+    g = torch.Generator().manual_seed(T)
+    K, M3 = m * H, m * (m + 2)
+    shapes = [((1, T, H), torch.bfloat16, 1.0), ((M3, K), torch.float32, 1e-2), ((3,), torch.float32, 0.1),
+              ((M3,), torch.float32, 0.1), ((K,), torch.float32, 0.1), ((H, H), torch.float32, H ** -0.5),
+              ((m, K), torch.float32, 1e-2), ((1,), torch.float32, 1.0), ((m,), torch.float32, 0.1)]
+    out = [(torch.randn(s, generator=g) * c).to(d) for s, d, c in shapes]
+    out[4] += 1                                        # the norm weight about 1
+    return [t.to(DEV) for t in out]
+
+
+def test_mhc_training_step_compiles_forward_and_backward():
+    """An mHC training step compiled with fullgraph=True, the token dimension marked dynamic:
+    one graph for three token counts, and the loss and all nine gradients bit-identical to eager
+    mode (the residual's gradient accumulated through grad_from_mhc_post in both)."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+    torch._dynamo.reset()
+    cnt = CompileCounterWithBackend("aot_eager")
+    compiled = torch.compile(_mhc_step, backend=cnt, fullgraph=True)
+    for T in (5, 9, 3):
+        base = _mhc_leaves(T)
+        results = []
+        for run in (_mhc_step, compiled):
+            leaves = [t.clone().requires_grad_() for t in base]
+            if run is compiled:
+                torch._dynamo.mark_dynamic(leaves[0], 1)
+            loss = run(*leaves)
+            loss.backward()
+            results.append([loss.detach()] + [t.grad for t in leaves])
+        assert all(t is not None for t in results[1])
+        _same(*results)
+    assert cnt.frame_count == 1
+
+
+def test_mhc_backward_reads_no_tensor_values(monkeypatch):
+    """The eager backward of the mHC step (the backward ops, the gradient protocol) reads no
+    tensor value on the host."""
+    leaves = [t.clone().requires_grad_() for t in _mhc_leaves(4)]
+    loss = _mhc_step(*leaves)
+    _mhc_step(*[t.clone().requires_grad_() for t in leaves]).backward()   # specialisations compiled first
+    with _HostReads(monkeypatch) as mode:
+        loss.backward()
+    assert mode.reads == [], mode.reads

@@ -32,7 +32,8 @@ def check_shape(fn, name, t, shape, what):
 
 
 def check_mult(fn, name, m):
-    check_int(fn, name, m)
+    if not isinstance(m, torch.SymInt):   # a dimension of a traced tensor may be symbolic
+        check_int(fn, name, m)
     if not 1 <= m <= MAX_MULT:
         raise ValueError(f"{fn}: {name} must be in [1, {MAX_MULT}], got {m}")
     return m
@@ -76,11 +77,36 @@ def chunk(H, cap):
     return cap if H >= cap else max(64, -(-H // 64) * 64)
 
 
+def partials(count, T, *a):
+    """The blocks a launch over T tokens sums partial results over: count(T, *a, SM count); 1
+    in a fake implementation, which launches nothing (no partial buffers are needed, and a token
+    count that is symbolic there is not compared with the SM count)."""
+    if _runtime.faking():
+        return 1
+    return count(T, *a, get_num_sms())
+
+
+def _hidden_splits(T, H, chunk, n):
+    if T >= n or H <= chunk:
+        return 1
+    return max(1, min(-(-H // chunk), -(-n // T)))
+
+
 def hidden_splits(T, H, chunk):
     """Blocks a backward kernel puts on each token's hidden columns: one where the tokens fill
     the SMs, else enough (at most one a chunk) that T x splits reaches the SM count; their
     partial sums over the hidden dimension are added up by the caller."""
-    n = get_num_sms()
-    if T >= n or H <= chunk:
-        return 1
-    return max(1, min(-(-H // chunk), -(-n // T)))
+    return partials(_hidden_splits, T, H, chunk)
+
+
+def grad_from_mhc_post(fn, who, x):
+    """The residual-gradient buffer mhc_post's backward left on x's storage (spec §3.5, §3.6,
+    §3.10), viewed as x, or None; ``who`` names x in the message of a buffer that is not one."""
+    buf = getattr(x.untyped_storage(), "grad_from_mhc_post", None)
+    if buf is None:
+        return None
+    if not isinstance(buf, torch.Tensor) or buf.dtype != torch.bfloat16 or buf.numel() != x.numel() \
+            or not buf.is_contiguous():
+        raise ValueError(f"{fn}: the grad_from_mhc_post buffer on {who} storage must be a contiguous bf16 tensor "
+                         f"of {who} {x.numel()} elements")
+    return buf.view(x.shape)

@@ -4,6 +4,7 @@ from typing import List
 
 import torch
 
+from .._ops import kernel_op
 from ._common import check_device, check_mult, check_shape, check_tensor, launch
 
 BH = 512
@@ -17,6 +18,7 @@ def _list_max(n: int) -> int:
     return MAX_LAYERS
 
 
+@kernel_op(mutates=("layer_input_list", "residual_list"), returns="none")
 def mhc_multilayer_recompute(initial_residual: torch.Tensor, pre_mix_list: List[torch.Tensor],
                              layer_output_list: List[torch.Tensor], post_mix_list: List[torch.Tensor],
                              comb_mix_list: List[torch.Tensor], layer_input_list: List[torch.Tensor],

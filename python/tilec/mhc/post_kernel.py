@@ -4,6 +4,7 @@ from typing import Optional, Tuple
 
 import torch
 
+from .._ops import kernel_op
 from ._common import check_bool, check_device, check_mult, check_out, check_shape, check_tensor, hidden_splits, launch
 
 BH_FWD = 512
@@ -27,6 +28,7 @@ def _check_post(fn, x, residual, post_layer_mix, comb_res_mix):
     return S * T, m, H
 
 
+@kernel_op(mutates=("out",), returns="out")
 def mhc_post_fwd(x: torch.Tensor, residual: torch.Tensor, post_layer_mix: torch.Tensor,
                  comb_res_mix: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """The new residual bf16 (S, T, m, H): out[o, d] = bf16(acc) with acc = post[o] * x[d], then
@@ -45,6 +47,15 @@ def mhc_post_fwd(x: torch.Tensor, residual: torch.Tensor, post_layer_mix: torch.
     return out
 
 
+def _leave_buffer(flat, args):
+    """The traced call's result, with the residual's gradient left on the traced residual's
+    storage under fuse_grad_acc, as the eager call leaves it (the op does so on the real one)."""
+    if args["fuse_grad_acc"]:
+        args["residual"].untyped_storage().grad_from_mhc_post = flat[1]
+    return tuple(flat)
+
+
+@kernel_op(returns=_leave_buffer)
 def mhc_post_bwd(x: torch.Tensor, residual: torch.Tensor, post_layer_mix: torch.Tensor, comb_res_mix: torch.Tensor,
                  d_o: torch.Tensor, fuse_grad_acc: bool = True
                  ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:

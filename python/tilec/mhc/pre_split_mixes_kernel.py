@@ -2,13 +2,17 @@
 backward persistent with per-block partial sums of the scale and base gradients."""
 import torch
 
-from ._common import get_num_sms, launch
+from ._common import launch, partials
 
 WARPS = 4  # tokens a block of the backward takes at once (a warp each)
 
 
+def _rows(T: int, n: int) -> int:
+    return max(1, min(n, -(-T // WARPS)))
+
+
 def _partial_rows(T: int) -> int:
-    return max(1, min(get_num_sms(), -(-T // WARPS)))
+    return partials(_rows, T)
 
 
 def _split_mixes_fwd(z, scale, base, mhc_mult, post_mult, pre_eps, pre, post, comb) -> None:

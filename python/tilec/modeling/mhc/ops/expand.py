@@ -3,8 +3,20 @@ from typing import Optional
 
 import torch
 
+from ...._ops import kernel_op
 from ....mhc._common import check_device, check_mult, check_out, check_tensor
 from ....mhc.expand_kernel import _expand_bwd, _expand_fwd
+
+
+@kernel_op(name="expand_to_mhc_bwd", returns="tensor")
+def _expand_to_mhc_bwd(out_grad: torch.Tensor) -> torch.Tensor:
+    """The gradient (..., H) bf16 of expand_to_mhc's input from its output's (..., m, H) bf16
+    (any strides): the f32 sum over the streams in stream order, rounded once."""
+    m, H = out_grad.shape[-2], out_grad.shape[-1]
+    g = out_grad.contiguous()
+    hidden_grad = g.new_empty((*g.shape[:-2], H))
+    _expand_bwd(g.view(-1, m, H), hidden_grad.view(-1, H))
+    return hidden_grad
 
 
 class ExpandToMHCFn(torch.autograd.Function):
@@ -13,31 +25,30 @@ class ExpandToMHCFn(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, hidden, mhc_mult, out):
-        H = hidden.shape[-1]
-        if out is None:
-            out = hidden.new_empty((*hidden.shape[:-1], mhc_mult, H))
-        else:
+        if out is not None:
             ctx.mark_dirty(out)
-        _expand_fwd(hidden.view(-1, H), mhc_mult, out.view(-1, mhc_mult, H))
-        ctx.mhc_mult = mhc_mult
-        return out
+        return expand_to_mhc(hidden, mhc_mult, out)     # grad mode is off here: the kernel alone
 
     @staticmethod
     def backward(ctx, out_grad):
-        m = ctx.mhc_mult
-        H = out_grad.shape[-1]
-        g = out_grad.contiguous()
-        hidden_grad = g.new_empty((*g.shape[:-2], H))
-        _expand_bwd(g.view(-1, m, H), hidden_grad.view(-1, H))
-        return hidden_grad, None, None
+        return _expand_to_mhc_bwd(out_grad), None, None
 
 
+def _grads(ctx, grads):
+    return {"hidden": _expand_to_mhc_bwd(grads[0])}
+
+
+@kernel_op(mutates=("out",), returns="out", autograd=(lambda ctx, args, results: None, _grads))
 def expand_to_mhc(hidden: torch.Tensor, mhc_mult: int, out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """The mHC residual of an embedding: (..., H) bf16 contiguous -> (..., mhc_mult, H) bf16, each
     of the mhc_mult streams a copy of hidden (into ``out`` when given: bf16, contiguous, that
-    shape). Differentiable."""
+    shape). Differentiable (the op tilec::expand_to_mhc, its backward tilec::expand_to_mhc_bwd)."""
     _check_expand("expand_to_mhc", "hidden", hidden, mhc_mult, out)
-    return ExpandToMHCFn.apply(hidden, mhc_mult, out)
+    H = hidden.shape[-1]
+    if out is None:
+        out = hidden.new_empty((*hidden.shape[:-1], mhc_mult, H))
+    _expand_fwd(hidden.view(-1, H), mhc_mult, out.view(-1, mhc_mult, H))
+    return out
 
 
 def _check_expand(fn, name, hidden, mhc_mult, out):

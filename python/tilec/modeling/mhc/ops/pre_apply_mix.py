@@ -4,21 +4,34 @@ from typing import Optional
 
 import torch
 
-from ....mhc._common import check_device, check_mult, check_out, check_shape, check_tensor
+from ...._ops import kernel_op
+from ....mhc._common import check_device, check_mult, check_out, check_shape, check_tensor, grad_from_mhc_post
 from ....mhc.pre_apply_mix_kernel import _apply_mix_bwd, _apply_mix_fwd
 
 
-def _grad_buffer(x: torch.Tensor):
-    """The residual-gradient buffer mhc_post's backward left on x's storage (spec §3.5, §3.6),
-    viewed as x, or None."""
-    buf = getattr(x.untyped_storage(), "grad_from_mhc_post", None)
-    if buf is None:
-        return None
-    if not isinstance(buf, torch.Tensor) or buf.dtype != torch.bfloat16 or buf.numel() != x.numel() \
-            or not buf.is_contiguous():
-        raise ValueError("mhc_pre_apply_mix: the grad_from_mhc_post buffer on x's storage must be a contiguous bf16 "
-                         f"tensor of x's {x.numel()} elements")
-    return buf.view(x.shape)
+@kernel_op(name="mhc_pre_apply_mix_bwd", mutates=("x_grad_buf",), returns="tensor")
+def _mhc_pre_apply_mix_bwd(x: torch.Tensor, mix: torch.Tensor, o_grad: torch.Tensor,
+                           x_grad_buf: torch.Tensor) -> torch.Tensor:
+    """mhc_pre_apply_mix's backward: x_grad_buf (x's shape, bf16 contiguous) updated in place,
+    buf = bf16(fma(mix_i, o_grad, buf)), and mix's gradient (mix's shape, f32) returned."""
+    *lead, m, H = x.shape
+    T = math.prod(lead)
+    mix_grad = torch.empty_like(mix)
+    _apply_mix_bwd(x.view(T, m, H), mix.view(T, m), o_grad.contiguous().view(T, H), x_grad_buf.view(T, m, H),
+                   mix_grad.view(T, m))
+    return mix_grad
+
+
+def _input_grads(ctx, o_grad):
+    """(x's gradient or None, mix's): into the grad_from_mhc_post buffer on x's storage when
+    there is one (None is returned for x), else into a zero buffer that is returned."""
+    x, mix = ctx.saved_tensors
+    buf = grad_from_mhc_post("mhc_pre_apply_mix", "x's", x)
+    fused = buf is not None
+    if not fused:
+        buf = torch.zeros_like(x)
+    mix_grad = _mhc_pre_apply_mix_bwd(x, mix, o_grad, buf)
+    return (None if fused else buf), mix_grad
 
 
 class MHCPreApplyMix(torch.autograd.Function):
@@ -28,37 +41,25 @@ class MHCPreApplyMix(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, mix, out):
-        *lead, m, H = x.shape
-        T = math.prod(lead)
-        if out is None:
-            out = x.new_empty((*lead, H))
-        else:
+        if out is not None:
             ctx.mark_dirty(out)
-        _apply_mix_fwd(x.view(T, m, H), mix.view(T, m), out.view(T, H))
         ctx.save_for_backward(x, mix)
-        return out
+        return mhc_pre_apply_mix(x, mix, out)
 
     @staticmethod
     def backward(ctx, o_grad):
-        x, mix = ctx.saved_tensors
-        *lead, m, H = x.shape
-        T = math.prod(lead)
-        buf = _grad_buffer(x)
-        fused = buf is not None
-        if not fused:
-            buf = torch.zeros_like(x)
-        mix_grad = torch.empty_like(mix)
-        _apply_mix_bwd(x.view(T, m, H), mix.view(T, m), o_grad.contiguous().view(T, H), buf.view(T, m, H),
-                       mix_grad.view(T, m))
-        return (None if fused else buf), mix_grad, None
+        return (*_input_grads(ctx, o_grad), None)
 
 
+@kernel_op(mutates=("out",), returns="out", autograd=(
+    lambda ctx, a, r: ctx.save_for_backward(a["x"], a["mix"]),
+    lambda ctx, grads: dict(zip(("x", "mix"), _input_grads(ctx, grads[0])))))
 def mhc_pre_apply_mix(x: torch.Tensor, mix: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """The layer input from the residual: out[..., d] = bf16(acc), acc = fma(mix[..., i, 0],
     x[..., i, d], acc) over the streams i = 0 .. m - 1 from 0 (spec §3.5). x bf16 (..., m, H)
     contiguous, mix f32 (..., m, 1) contiguous with x's leading dimensions, ``out`` an optional
-    bf16 (..., H) contiguous tensor. Differentiable; see MHCPreApplyMix for the gradient
-    protocol."""
+    bf16 (..., H) contiguous tensor. Differentiable (backward: tilec::mhc_pre_apply_mix_bwd); see
+    MHCPreApplyMix for the gradient protocol."""
     fn = "mhc_pre_apply_mix"
     check_tensor(fn, "x", x, torch.bfloat16, min_dim=2)
     *lead, m, H = x.shape
@@ -69,4 +70,8 @@ def mhc_pre_apply_mix(x: torch.Tensor, mix: torch.Tensor, out: Optional[torch.Te
     check_shape(fn, "mix", mix, (*lead, m, 1), "x's (..., mhc_mult, 1)")
     check_out(fn, out, (*lead, H), "(..., H)", torch.bfloat16, x=x, mix=mix)
     check_device(fn, x=x, mix=mix)
-    return MHCPreApplyMix.apply(x, mix, out)
+    T = math.prod(lead)
+    if out is None:
+        out = x.new_empty((*lead, H))
+    _apply_mix_fwd(x.view(T, m, H), mix.view(T, m), out.view(T, H))
+    return out

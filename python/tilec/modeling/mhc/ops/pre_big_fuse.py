@@ -3,11 +3,13 @@ from typing import Tuple
 
 import torch
 
+from ...._ops import kernel_op
 from ....mhc._common import check_float, check_int, check_shape, check_tensor, launch
 from ....mhc.norm_fn_kernel import _fwd_mul, round_to_tf32
 from .norm_fn import _check_norm_fn
 
 
+@kernel_op()
 def mhc_pre_big_fuse(residual: torch.Tensor, fn: torch.Tensor, mhc_scale: torch.Tensor, mhc_base: torch.Tensor,
                      rms_eps: float, mhc_pre_eps: float, mhc_sinkhorn_eps: float, mhc_post_mult_value: float,
                      sinkhorn_repeat: int, n_splits: int = 16) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
