@@ -94,6 +94,11 @@ run_tests() {
   TILEC_BUILD_PYTHON=$PWD/dist/python TILEC_OPS_DEVICE=cuda timeout 200 $PYTEST tests/python/test_ops.py \
     > "$OUT/ops_cuda.log" 2>&1
   summary "ops on cuda: exit $? in $(elapsed $t0) s — $(tail -1 "$OUT/ops_cuda.log")"
+  # every op captured in a CUDA graph and replayed against an eager call (tests/gpu/test_cuda_graphs.py)
+  t0=$(date +%s)
+  TILEC_BUILD_PYTHON=$PWD/dist/python timeout 200 $PYTEST tests/gpu/test_cuda_graphs.py > "$OUT/cuda_graphs.log" 2>&1
+  summary "cuda graphs: exit $? in $(elapsed $t0) s — $(tail -1 "$OUT/cuda_graphs.log")"
+  grep -E "^(FAILED|ERROR)" "$OUT/cuda_graphs.log" | head -15 | tee -a "$OUT/summary.txt"
 }
 
 run_bench() {
