@@ -17,7 +17,7 @@ import typing
 
 import torch
 
-from . import _runtime
+from . import _plan, _runtime
 
 # How a public argument travels through the op: its kind and the op schema type(s).
 TENSOR, OPT_TENSOR, QUANT, PAIR = "Tensor", "Tensor?", "quant", "pair"
@@ -147,11 +147,12 @@ def kernel_op(name=None, *, kinds=None, mutates=(), returns="tuple"):
         op = torch.library.custom_op(f"tilec::{op_name}", impl, mutates_args=(), schema=schema)
         op.register_fake(fake)
         OPS[op_name] = op
+        eager = _plan.planned(fn)   # the eager call, through its argument plan
 
         @functools.wraps(fn)
         def call(*a, **kw):
             if not torch.compiler.is_compiling():
-                return fn(*a, **kw)
+                return eager(*a, **kw)
             bound = sig.bind(*a, **kw)
             bound.apply_defaults()
             args = bound.arguments

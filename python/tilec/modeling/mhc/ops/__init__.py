@@ -10,6 +10,16 @@ from .pre_big_fuse import mhc_pre_big_fuse
 from .pre_split_mixes import mhc_pre_split_mixes
 from .sinkhorn import sinkhorn_normalize
 
+from ...._plan import planned as _planned
+
+# the eager calls through argument plans (tilec._plan): a call whose inputs require no grad replays
+# the checks' outcome, the allocations and the launches of the second call of its shape
+expand_to_mhc, mhc_head_compute_mix, mhc_multilayer_recompute, mhc_pre_norm_fn, mhc_post, mhc_post_bwd, \
+    mhc_post_fwd, mhc_pre_apply_mix, mhc_pre_big_fuse, mhc_pre_split_mixes, sinkhorn_normalize = map(
+        _planned, (expand_to_mhc, mhc_head_compute_mix, mhc_multilayer_recompute, mhc_pre_norm_fn, mhc_post,
+                   mhc_post_bwd, mhc_post_fwd, mhc_pre_apply_mix, mhc_pre_big_fuse, mhc_pre_split_mixes,
+                   sinkhorn_normalize))
+
 __all__ = ["expand_to_mhc", "mhc_head_compute_mix", "mhc_multilayer_recompute", "mhc_pre_norm_fn", "mhc_post",
            "mhc_post_bwd", "mhc_post_fwd", "mhc_pre_apply_mix", "mhc_pre_big_fuse", "mhc_pre_split_mixes",
            "sinkhorn_normalize"]
