@@ -24,12 +24,17 @@ Two ways to run it:
   (the CUDA run includes it), torch's CUDA caching allocator (a CPU allocation costs about
   the same), the current-stream query (0 on the CPU), and the GPU's time. The baselines are
   torch.add(x, x) on the same CPU tensor (it also computes the sum on the CPU, shape noted per
-  row; float8 tensors are added as uint8) and torch.add of one-element tensors (torch's dispatch and
-  output allocation with almost no arithmetic: its host floor per operation).
+  row; float8 tensors are added as uint8) and torch.add of one-element tensors (torch's dispatch
+  and output allocation with almost no arithmetic: its host floor per operation).
 
 Usage: python bench/host_overhead.py [--fake [LIB]] [--tokens 1,128] [--reps 7] [--calls 300]
            [--only NAME,...] [--json FILE] [--profile NAME]
-(--profile runs cProfile over the calls of one function and prints the top entries.)
+Over the stand-in driver the clock is the thread's CPU time (time.thread_time: nothing waits for a
+device, and a shared machine's other processes are not counted); on CUDA the wall time.
+Columns: "full" is the call with argument plans turned off (every check and derivation in
+Python, as before plans), "plan" the call as it runs from the third call of a shape on (the
+replay of tilec._plan), both in the same run; then torch.add on the same tensor, and on
+one-element tensors. (--profile runs cProfile over the calls of one function.)
 """
 import argparse
 import json
@@ -187,16 +192,19 @@ def first_tensor(args):
     raise AssertionError("no tensor argument")
 
 
+CLOCK = time.perf_counter   # the stand-in driver's runs: the thread's CPU time (main() sets it)
+
+
 def per_call_us(fn, calls, reps, sync):
     for _ in range(min(calls, 50)):
         fn()
     times = []
     for _ in range(reps):
         sync()
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         for _ in range(calls):
             fn()
-        times.append((time.perf_counter() - t0) / calls * 1e6)
+        times.append((CLOCK() - t0) / calls * 1e6)
     sync()
     return statistics.median(times)
 
@@ -210,7 +218,7 @@ def main():
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--only", default="", help="comma-separated substrings of the functions to time")
     ap.add_argument("--json")
-    ap.add_argument("--no-plans", action="store_true", help="every call in full (no argument plans)")
+    ap.add_argument("--no-plans", action="store_true", help="every call in full in both columns")
     ap.add_argument("--profile", help="cProfile the calls of the function with this name (the first token count)")
     args = ap.parse_args()
     fake = args.fake is not None or not torch.cuda.is_available()
@@ -220,6 +228,10 @@ def main():
             sys.exit(f"host_overhead: no stand-in driver at {lib} (build the tests: cmake --build build)")
         use_fake_driver(lib)
         dev, sync = "cpu", (lambda: None)
+        # nothing waits for a device here: the thread's CPU time is the host time, and unlike the
+        # wall time it does not count the time other processes of a shared machine hold the cores
+        global CLOCK
+        CLOCK = time.thread_time
     else:
         dev, sync = "cuda", torch.cuda.synchronize
     if args.no_plans:
@@ -228,7 +240,7 @@ def main():
     only = [s for s in args.only.split(",") if s]
     rows = []
     one = torch.ones(1, device=dev)
-    print(f"{'function':56s} {'T':>4s} {'tilec us':>9s} {'add us':>8s} {'add(1)':>8s}")
+    print(f"{'function':56s} {'T':>4s} {'full us':>9s} {'plan us':>9s} {'add us':>8s} {'add(1)':>8s}")
     for T in [int(t) for t in args.tokens.split(",")]:
         for name, fn, a, kw in cases(T, dev):
             if only and not any(s in name for s in only):
@@ -245,16 +257,22 @@ def main():
                 pr.disable()
                 pstats.Stats(pr).sort_stats("tottime").print_stats(25)
                 return
+            from tilec import _plan
+            saved = _plan._MAX_PLANS
+            _plan._MAX_PLANS = 0   # every call in full: the figure without argument plans, same run
+            _plan.clear()
+            t_full = per_call_us(call, args.calls, args.reps, sync)
+            _plan._MAX_PLANS = saved
             t = per_call_us(call, args.calls, args.reps, sync)
             x = first_tensor(a)
             if x.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):   # no add for float8 on the CPU
                 x = x.view(torch.uint8)
             t_add = per_call_us(lambda x=x: torch.add(x, x), args.calls, args.reps, sync)
             t_one = per_call_us(lambda o=one: torch.add(o, o), args.calls, args.reps, sync)
-            row = {"function": name, "tokens": T, "us": t, "add_us": t_add, "add_shape": list(x.shape),
+            row = {"function": name, "tokens": T, "us": t, "full_us": t_full, "add_us": t_add, "add_shape": list(x.shape),
                    "add_dtype": str(x.dtype).replace("torch.", ""), "add_one_us": t_one}
             rows.append(row)
-            print(f"{name:56s} {T:4d} {t:9.2f} {t_add:8.2f} {t_one:8.2f}   (add on {tuple(x.shape)} "
+            print(f"{name:56s} {T:4d} {t_full:9.2f} {t:9.2f} {t_add:8.2f} {t_one:8.2f}   (add on {tuple(x.shape)} "
                   f"{row['add_dtype']})", flush=True)
     if args.json:
         with open(args.json, "w") as f:
