@@ -2,7 +2,9 @@
 launch) and whole API functions, next to a torch elementwise add on the same inputs.
 Measured as wall time per call over many asynchronous calls of a tiny problem; the custom-op path
 (torch.ops.tilec.*, what torch.compile's graphs call) next to the direct call, and the replay of a
-CUDA graph that captured a call."""
+CUDA graph that captured a call. The API rows run through argument plans (tilec._plan) from the
+third call on; bench/host_overhead.py times every public function the same way, with and without
+plans (on a CUDA machine, or over the runtime's stand-in driver without one)."""
 import os
 import sys
 import time

@@ -3,7 +3,7 @@ anything is launched, naming the argument, so that a caller never sees torch's o
 internals for a mistake of theirs."""
 import torch
 
-from . import _runtime
+from . import _plan, _runtime
 
 
 def check_tensor(fn, name, t, dtypes, dim, contiguous=True):
@@ -55,6 +55,9 @@ def check_no_overlap(fn, out_name, out, /, **inputs):
     """The tensor a kernel writes (``out``) shares no memory with any of ``inputs`` (name ->
     tensor or None): byte ranges of one storage that intersect are refused, even when the
     elements interleave without touching."""
+    rec = _plan.recording()
+    if rec is not None:
+        rec.overlap(check_no_overlap, fn, out_name, out, inputs)
     r = _byte_range(out)
     if r is None:
         return

@@ -72,11 +72,20 @@ static int getenv_is_cpu(void)
 
 static PyObject *Runtime_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"cache_dir", "device", "opt_level", "memory_only", "cpu", NULL};
+    static char *kwlist[] = {"cache_dir", "device", "opt_level", "memory_only", "cpu", "device_key", NULL};
     const char *cache_dir = NULL;
     int device = 0, opt = 3, memory_only = 0, cpu = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ziipp", kwlist, &cache_dir, &device, &opt, &memory_only, &cpu))
+    PyObject *key = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ziippO", kwlist, &cache_dir, &device, &opt, &memory_only, &cpu,
+                                     &key))
         return NULL;
+    long key_v = 0;
+    if (key != Py_None && ((key_v = PyLong_AsLong(key)) == -1 && PyErr_Occurred()))
+        return NULL;
+    if (key != Py_None && key_v < DEV_CPU) {
+        PyErr_Format(PyExc_ValueError, "device_key must be -1 (the CPU) or a CUDA device index, got %ld", key_v);
+        return NULL;
+    }
     tilec_rt_options o = tilec_rt_default_options();
     o.cache_dir = cache_dir;
     o.device = device;
@@ -95,7 +104,7 @@ static PyObject *Runtime_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return NULL;
     }
     self->rt = rt;
-    self->dev = cpu || getenv_is_cpu() ? DEV_CPU : device;
+    self->dev = key != Py_None ? (int)key_v : cpu || getenv_is_cpu() ? DEV_CPU : device;
     return (PyObject *)self;
 }
 
@@ -199,9 +208,13 @@ static PyMethodDef Runtime_methods[] = {
 static PyType_Slot Runtime_slots[] = {{Py_tp_new, Runtime_new},
                                       {Py_tp_dealloc, Runtime_dealloc},
                                       {Py_tp_methods, Runtime_methods},
-                                      {Py_tp_doc, "Runtime(cache_dir=None, device=0, opt_level=3, memory_only=False, cpu=False): "
-                                                  "a tilec runtime for CUDA device `device` (bound to the current "
-                                                  "CUDA context), or for the CPU emulator with cpu=True."},
+                                      {Py_tp_doc, "Runtime(cache_dir=None, device=0, opt_level=3, memory_only=False, cpu=False, "
+                                                  "device_key=None): a tilec runtime for CUDA device `device` (bound "
+                                                  "to the current CUDA context), or for the CPU emulator with "
+                                                  "cpu=True. device_key: the device its launches' tensors must be "
+                                                  "on (-1: the CPU; default: the runtime's own), so that a runtime "
+                                                  "over a stand-in driver (TILEC_LIBCUDA) takes CPU tensors "
+                                                  "(bench/host_overhead.py)."},
                                       {0, NULL}};
 static PyType_Spec Runtime_spec = {"tilec._native.Runtime", sizeof(RuntimeObj), 0, Py_TPFLAGS_DEFAULT, Runtime_slots};
 

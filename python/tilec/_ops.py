@@ -22,7 +22,7 @@ import typing
 
 import torch
 
-from . import _runtime
+from . import _plan, _runtime
 
 # How a public argument travels through the op: its kind and the op schema type(s).
 TENSOR, OPT_TENSOR, QUANT, PAIR = "Tensor", "Tensor?", "quant", "pair"
@@ -197,6 +197,7 @@ def kernel_op(name=None, *, kinds=None, mutates=(), returns="tuple", saves=0, au
         op = torch.library.custom_op(f"tilec::{op_name}", impl, mutates_args=(), schema=schema)
         op.register_fake(fake)
         OPS[op_name] = op
+        eager = _plan.planned(fn)   # the eager call, through its argument plan
 
         if autograd is not None:
             setup_fn, backward_fn = autograd
@@ -216,7 +217,7 @@ def kernel_op(name=None, *, kinds=None, mutates=(), returns="tuple", saves=0, au
         @functools.wraps(fn)
         def call(*a, **kw):
             if not _tracing() and not (autograd is not None and _wants_grad(a, kw)):
-                r = fn(*a, **kw)
+                r = eager(*a, **kw)
                 return r[0] if saves else r
             bound = sig.bind(*a, **kw)
             bound.apply_defaults()

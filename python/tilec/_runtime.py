@@ -41,11 +41,15 @@ Arg = _native.Arg
 
 # While a fake implementation runs (tilec._ops: torch.compile tracing, meta tensors), the kernel
 # functions allocate their outputs as usual but launch nothing and read no data pointer.
-_state = threading.local()
+class _State(threading.local):
+    fake = False   # a class default: reading it costs an attribute lookup, not a getattr with a default
+
+
+_state = _State()
 
 
 def faking() -> bool:
-    return getattr(_state, "fake", False)
+    return _state.fake
 
 
 class _NoLaunch:
@@ -61,6 +65,9 @@ def view(t: torch.Tensor, dtype: str, shape, strides):
     elements): packed FP4 as e2m1 elements, scale bytes, words."""
     if faking():
         return None
+    rec = _plan.recording()
+    if rec is not None:
+        return rec.arg(t, dtype, shape, strides)
     return _native.Arg(t.data_ptr(), dtype, shape, strides, t)
 
 
@@ -151,6 +158,9 @@ def kernel(name: str, generics: tuple, t: torch.Tensor, lib=None):
     k = _kernels.get(key)
     if k is None:
         k = _kernels[key] = (library(dev) if lib is None else lib._native(dev)).kernel(name, generics)
+    rec = _plan.recording()
+    if rec is not None:
+        return rec.kernel(k, t)
     return k
 
 
@@ -185,3 +195,6 @@ def warm_up(entries, dev: int = CPU, threads: int = 0) -> None:
     The kernels are then in memory for later calls."""
     entries = [(name, tuple(gens)) for name, gens in entries]
     library(dev).warm_up(entries, threads=threads)
+
+
+from . import _plan  # noqa: E402  (the plans' recorder hooks view() and kernel())
