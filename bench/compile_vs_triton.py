@@ -12,6 +12,7 @@ falls on both; medians over all rounds.
 Usage (Triton in its own environment, as it is not a dependency of tilec):
     python3 -m venv /tmp/tv && /tmp/tv/bin/pip install triton
     /tmp/tv/bin/python bench/compile_vs_triton.py [--compile-speed build/bench/compile_speed] [--rounds 3]
+        [--json FILE] [--plot FILE.png]      (the plot needs matplotlib in that environment)
 """
 import argparse
 import os
@@ -26,13 +27,11 @@ _root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 
 def tilec_round(binary, arch):
-    """(median ms to PTX, median ms to cubin, specialisations) of one compile_speed run."""
-    out = subprocess.run([binary, os.path.join(_root, "kernels.tl"), arch, "1", "--only", "per_token_cast"],
+    """(ms to PTX, ms to cubin) of each specialisation in one compile_speed run."""
+    out = subprocess.run([binary, os.path.join(_root, "kernels.tl"), arch, "1", "--only", "per_token_cast", "--each"],
                          check=True, capture_output=True, text=True).stdout
-    n = int(re.search(r"specialisations (\d+)", out).group(1))
-    ptx = float(re.search(r"source -> PTX\s*: median ([\d.]+) ms", out).group(1))
-    cubin = float(re.search(r"source -> cubin\s*: median ([\d.]+) ms", out).group(1))
-    return ptx, cubin, n
+    rows = re.findall(r"^per_token_cast\s+([\d.]+)\s+([\d.]+)$", out, re.M)
+    return [float(a) for a, _ in rows], [float(b) for _, b in rows]
 
 
 def triton_kernel():
@@ -81,11 +80,35 @@ def triton_round(kernel, ptxas, sm):
     return total, assemble
 
 
+def plot(path, t_ptx, t_cubin, r_ptx, r_cubin, version):
+    """Each specialisation's time, sorted, one line per compiler and stage."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for vals, label, style in ((t_ptx, "tilec, source to PTX", "-"), (t_cubin, "tilec, source to cubin", "--"),
+                               (r_ptx, f"Triton {version}, source to PTX", "-"),
+                               (r_cubin, f"Triton {version}, source to cubin", "--")):
+        v = sorted(vals)
+        ax.plot([100 * (i + 0.5) / len(v) for i in range(len(v))], v, style, label=label,
+                color="C0" if label.startswith("tilec") else "C1")
+    ax.set_xlabel("specialisations (percentile)")
+    ax.set_ylabel("ms per specialisation")
+    ax.set_title("Compile time of the per-token FP8 cast, sm_90a")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--compile-speed", default=os.path.join(_root, "build", "bench", "compile_speed"))
     ap.add_argument("--ptxas", help="the ptxas timed on Triton's PTX (default: the one Triton ships and uses)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json", help="write every specialisation's times here")
+    ap.add_argument("--plot", help="write a PNG of the times per specialisation (needs matplotlib)")
     args = ap.parse_args()
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     try:
@@ -108,19 +131,29 @@ def main():
         triton_round(kernel, args.ptxas, 90)
     t_ptx, t_cubin, r_total, r_ptxas = [], [], [], []
     for r in range(args.rounds):
-        ptx, cubin, n = tilec_round(args.compile_speed, "sm_90a")
-        t_ptx.append(ptx)
-        t_cubin.append(cubin)
+        ptx, cubin = tilec_round(args.compile_speed, "sm_90a")
+        t_ptx += ptx
+        t_cubin += cubin
         total, assemble = triton_round(kernel, args.ptxas, 90)
         r_total += total
         r_ptxas += assemble
-        print(f"round {r + 1}: tilec {ptx:.1f} / {cubin:.1f} ms (PTX / cubin, median of {n}); "
+        print(f"round {r + 1}: tilec {statistics.median(ptx):.1f} / {statistics.median(cubin):.1f} ms "
+              f"(PTX / cubin, median of {len(ptx)}); "
               f"Triton {statistics.median(total):.1f} ms to cubin, ptxas {statistics.median(assemble):.1f} ms "
               f"(median of {len(total)})", flush=True)
     tp, tc = statistics.median(t_ptx), statistics.median(t_cubin)
     rc = statistics.median(r_total)
-    rp = statistics.median([a - b for a, b in zip(r_total, r_ptxas)])
+    r_ptx = [a - b for a, b in zip(r_total, r_ptxas)]
+    rp = statistics.median(r_ptx)
     import triton
+    if args.json:
+        import json
+        with open(args.json, "w") as f:
+            json.dump({"triton": triton.__version__, "arch": "sm_90a", "cpus": os.cpu_count(), "rounds": args.rounds,
+                       "tilec_ptx_ms": t_ptx, "tilec_cubin_ms": t_cubin, "triton_ptx_ms": r_ptx,
+                       "triton_cubin_ms": r_total}, f, indent=1)
+    if args.plot:
+        plot(args.plot, t_ptx, t_cubin, r_ptx, r_total, triton.__version__)
     print(f"\nper specialisation, median over {args.rounds} rounds (Triton {triton.__version__}, sm_90a, "
           f"{os.cpu_count()} CPUs):")
     print(f"  to PTX:   tilec {tp:7.1f} ms   Triton {rp:7.1f} ms   Triton / tilec {rp / tp:5.2f}")
