@@ -264,11 +264,14 @@ size_t tl_num_mufu_encode(unsigned kind, unsigned index_bits, unsigned cut,
  * `.row.col.f32.T.T.f32`. It is the numerical-feature model that Khattak and Mikaitis fitted to
  * these GPUs bit for bit ("Accurate Models of NVIDIA Tensor Cores", arXiv:2512.07004, 2025; their
  * H100 model, which they also use for the H200), built on Fasi, Higham, Mikaitis and Pranesh
- * ("Numerical behavior of NVIDIA tensor cores", PeerJ Comput. Sci. 7:e330, 2021). The
- * cross-check against mma.sync on an H200 is tests/gpu/numerics/mma_model.cu; until it has run,
- * this is a model from the literature, not a measurement of this project.
+ * ("Numerical behavior of NVIDIA tensor cores", PeerJ Comput. Sci. 7:e330, 2021), for f16, bf16
+ * and tf32; FP8 as measured on an H200 (H200, 2026-12-02, tests/gpu/numerics/mma_model --n 16
+ * --dump: the rule below reproduces all 28,672 e4m3 / e5m2 outputs of that run, the literature's
+ * one-pass 13-bit rule 11,078). tests/gpu/numerics/mma_model.cu is the cross-check against
+ * mma.sync (f16, bf16, tf32: 0 mismatches in 7 x 131,072 outputs each on that H200).
  *
- * One output element d = c + sum over the instruction's K of a[k] * b[k], in one step:
+ * f16, bf16, tf32: one output element d = c + sum over the instruction's K of a[k] * b[k], in
+ * one step:
  * - every product is exact (two significands of at most 11 bits make at most 22 bits), and the
  *   products and c go through ONE multi-term adder, so within an instruction the order of the
  *   k does not matter;
@@ -276,17 +279,24 @@ size_t tl_num_mufu_encode(unsigned kind, unsigned index_bits, unsigned cut,
  *   the format's smallest normal exponent for a subnormal a; a product's significand is then in
  *   [1, 4)) and of c's exponent (zero terms take no part), and at least -133. Each term is cut
  *   toward zero (its magnitude truncated, no sticky bit) to a multiple of 2^(R - F), F = 25
- *   fraction bits for f16, bf16 and tf32 (the 23 of f32 and 2 extra), F = 13 for e4m3 and e5m2;
- * - the cut terms are added exactly; the sum is normalised once and cut toward zero to f32
- *   (f16, bf16, tf32) or to 13 fraction bits (e4m3, e5m2: the low 10 bits of the f32 result are
- *   0), subnormal results included, at least 2^128 -> ±inf;
+ *   fraction bits (the 23 of f32 and 2 extra);
+ * - the cut terms are added exactly; the sum is normalised once and cut toward zero to f32,
+ *   subnormal results included, at least 2^128 -> ±inf;
  * - an exact zero sum is +0, whatever the signs of c and of the zero products;
  * - NaN in any a, b or c, inf * 0, and +inf together with -inf give the canonical NaN
  *   0x7FFFFFFF; otherwise an infinite product or c gives that infinity.
+ * e4m3, e5m2 (K = 32): the f16 step above twice, then one f32 addition:
+ * - d1 = the step over the 16 products at k mod 4 = 0, 1 (k = 0, 1, 4, 5, ..., 28, 29) from an
+ *   accumulator of +0; d2 = the step over the 16 at k mod 4 = 2, 3 with d1 as its accumulator
+ *   (F = 25, a full f32 result cut toward zero, each time);
+ * - d = c + d2 rounded to nearest even (an IEEE f32 addition: subnormals kept, overflow to
+ *   ±inf, -0 only for -0 + -0), so c keeps all its bits and takes no part in either alignment;
+ * - NaN and inf as above; the order of the k matters only across the two halves.
  * tf32 operands are f32 bit patterns of which the instruction reads bits 31..13 (the low 13
  * bits are ignored, not rounded: an f32 NaN with a payload only there reads as inf). e4m3 has no
- * infinity; its NaN is S.1111.111. Blackwell (B200) differs, by the same source, in e4m3 / e5m2
- * only: F = 25 and a full f32 result, as for the 16-bit forms; these functions model sm_90.
+ * infinity; its NaN is S.1111.111. Blackwell (B200) differs, by arXiv:2512.07004, in e4m3 / e5m2
+ * only (F = 25 and a full f32 result in one pass, as for the 16-bit forms; not measured here);
+ * these functions model sm_90.
  *
  * Operands are the raw element codes of one row of A and one column of B, k = 0 .. K-1, and c
  * and the result are f32 bit patterns. */

@@ -1,7 +1,10 @@
 /* numerics_mma.c — the model of the Hopper tensor core's mma.sync arithmetic (f32 accumulators)
- * that numerics.h describes: exact products, one alignment to the largest exponent with the
- * terms cut toward zero, an exact sum, one normalisation cut toward zero. The emulator runs
- * every mma.sync through tl_num_mma_m16n8; tests/gpu/numerics/mma_model.cu checks it on a GPU. */
+ * that numerics.h describes. f16, bf16, tf32: exact products, one alignment to the largest
+ * exponent with the terms cut toward zero, an exact sum, one normalisation cut toward zero.
+ * e4m3, e5m2 (m16n8k32): that same f16 step twice, on the products at k mod 4 = 0, 1 from a zero
+ * accumulator and then on those at k mod 4 = 2, 3, and c added last by an f32 addition rounded
+ * to nearest even. The emulator runs every mma.sync through tl_num_mma_m16n8;
+ * tests/gpu/numerics/mma_model.cu checks it on a GPU. */
 #include "numerics.h"
 
 enum { F32_NAN = 0x7FFFFFFFu, F32_INF = 0x7F800000u };
@@ -141,9 +144,90 @@ static uint32_t dot(const Val *a, const Val *b, int k, uint32_t cbits, int F, in
     return cut_to_f32(sum < 0, sum < 0 ? (uint64_t)-sum : (uint64_t)sum, lsb, p);
 }
 
-/* F and p of the e4m3 / e5m2 forms on sm_90 (arXiv:2512.07004: 13-bit accumulation, the
- * "around 14 bits" of significand that DeepSeek-V3's report measured for FP8 GEMM on Hopper) */
-enum { F_WIDE = 25, P_WIDE = 23, F_FP8 = 13, P_FP8 = 13 };
+/* F and p of an f16 / bf16 / tf32 instruction, and of each of the two steps of an FP8 one */
+enum { F_WIDE = 25, P_WIDE = 23 };
+
+/* x + y in f32, rounded to nearest even (IEEE 754 addition, subnormals kept): the last step of
+ * an FP8 instruction. NaN and inf are the caller's; x and y are finite or zero. */
+static uint32_t add_f32_rne(uint32_t xbits, uint32_t ybits)
+{
+    Val x = decode(&OP_F32, xbits), y = decode(&OP_F32, ybits);
+    if (x.cls == V_ZERO && y.cls == V_ZERO) /* -0 only for -0 + -0 */
+        return xbits & ybits & 0x80000000u;
+    if (x.cls == V_ZERO)
+        return ybits;
+    if (y.cls == V_ZERO)
+        return xbits;
+    if (x.q < y.q) {
+        Val t = x;
+        x = y, y = t;
+    }
+    /* y's lsb at most 38 below x's: further down, y is below a quarter of the result's ulp
+     * either way and only its sign counts (a sticky bit), so it is replaced by one unit there */
+    int d = x.q - y.q;
+    uint64_t my = y.m;
+    if (d > 38) {
+        d = 38;
+        my = 1;
+    }
+    int64_t s = (x.neg ? -1 : 1) * (int64_t)((uint64_t)x.m << d) + (y.neg ? -1 : 1) * (int64_t)my;
+    if (s == 0)
+        return 0;
+    bool neg = s < 0;
+    uint64_t n = neg ? (uint64_t)-s : (uint64_t)s;
+    int lsb = x.q - d;
+    int msb = 63 - __builtin_clzll(n) + lsb;
+    int eb = msb < -126 ? -126 : msb, quantum = eb - 23;
+    uint64_t sig; /* the significand on the grid 2^quantum, at most 2^24 after rounding */
+    if (quantum > lsb) {
+        int sh = quantum - lsb;
+        uint64_t rem = n & ((1ull << sh) - 1), half = 1ull << (sh - 1);
+        sig = n >> sh;
+        if (rem > half || (rem == half && (sig & 1)))
+            sig++;
+    } else {
+        sig = n << (lsb - quantum);
+    }
+    /* (eb + 126) << 23 plus a significand in [2^23, 2^24] is the f32 code, a carry to 2^24 and
+     * a subnormal (eb = -126, sig < 2^23) included */
+    uint64_t code = ((uint64_t)(eb + 126) << 23) + sig;
+    if (code >= F32_INF)
+        return (uint32_t)neg << 31 | F32_INF;
+    return (uint32_t)neg << 31 | (uint32_t)code;
+}
+
+/* an FP8 instruction: d1 = the f16 step over the products at k mod 4 = 0, 1 from +0, d2 = the
+ * step over those at k mod 4 = 2, 3 from d1, d = c + d2 rounded to nearest even (H200,
+ * 2026-12-02, tests/gpu/numerics/mma_model --n 16 --dump: every one of its 28,672 FP8 outputs).
+ * k mod 4 = 0, 1 are the low two bytes of each A and B register in the PTX ISA's fragment
+ * layout, 2, 3 the high two. (Every e4m3 and e5m2 value is an f16 value, e5m2's subnormals
+ * f16 subnormals; decoded in f16, an e4m3 subnormal's exponent would be its own floor(log2),
+ * not -6, which changes no result: an R that comes from such a product is at most 2, and no
+ * e4m3 product nor d1 has a bit below 2^-18 > 2^(2 - 25).) */
+static uint32_t mma_fp8(const OpFmt *f, const uint8_t a[32], const uint8_t b[32], uint32_t c)
+{
+    Val lo_a[16], lo_b[16], hi_a[16], hi_b[16];
+    int nlo = 0, nhi = 0;
+    for (int i = 0; i < 32; i++) {
+        if (i & 2) {
+            hi_a[nhi] = decode(f, a[i]);
+            hi_b[nhi++] = decode(f, b[i]);
+        } else {
+            lo_a[nlo] = decode(f, a[i]);
+            lo_b[nlo++] = decode(f, b[i]);
+        }
+    }
+    uint32_t d = dot(lo_a, lo_b, 16, 0, F_WIDE, P_WIDE);
+    d = dot(hi_a, hi_b, 16, d, F_WIDE, P_WIDE);
+    Val vc = decode(&OP_F32, c), vd = decode(&OP_F32, d);
+    if (vc.cls == V_NAN || vd.cls == V_NAN || (vc.cls == V_INF && vd.cls == V_INF && vc.neg != vd.neg))
+        return F32_NAN;
+    if (vc.cls == V_INF)
+        return c;
+    if (vd.cls == V_INF)
+        return d;
+    return add_f32_rne(c, d);
+}
 
 uint32_t tl_num_mma_f16(const uint16_t a[16], const uint16_t b[16], uint32_t c)
 {
@@ -177,22 +261,12 @@ uint32_t tl_num_mma_tf32(const uint32_t a[8], const uint32_t b[8], uint32_t c)
 
 uint32_t tl_num_mma_e4m3(const uint8_t a[32], const uint8_t b[32], uint32_t c)
 {
-    Val va[32], vb[32];
-    for (int i = 0; i < 32; i++) {
-        va[i] = decode(&OP_E4M3, a[i]);
-        vb[i] = decode(&OP_E4M3, b[i]);
-    }
-    return dot(va, vb, 32, c, F_FP8, P_FP8);
+    return mma_fp8(&OP_E4M3, a, b, c);
 }
 
 uint32_t tl_num_mma_e5m2(const uint8_t a[32], const uint8_t b[32], uint32_t c)
 {
-    Val va[32], vb[32];
-    for (int i = 0; i < 32; i++) {
-        va[i] = decode(&OP_E5M2, a[i]);
-        vb[i] = decode(&OP_E5M2, b[i]);
-    }
-    return dot(va, vb, 32, c, F_FP8, P_FP8);
+    return mma_fp8(&OP_E5M2, a, b, c);
 }
 
 int tl_num_mma_k(TlNumMma form)

@@ -1,10 +1,12 @@
 /* test_mma.c — the tensor-core model of numerics_mma.c (numerics.h, "Tensor cores"): bit for bit
  * against a second implementation of the same model written here in long-double arithmetic
- * (decoding by the field formula, truncl for every cut) on random, cancelling, wide-range,
- * subnormal and special inputs; within the bound the model implies against the exact sum; and
- * the model's invariants: order independence inside an instruction, exactness for small
- * integers, the 13 ignored bits of tf32, signed zeros, inf / NaN, the cut of each term, and the
- * warp-level fragment layout against the PTX ISA's tables written out per type. */
+ * (decoding by the field formula, truncl for every cut; FP8's last addition by the host's f32
+ * addition) on random, cancelling, wide-range, subnormal and special inputs; within the bound
+ * the model implies against the exact sum; and the model's invariants: order independence
+ * inside an instruction (inside each half of k for FP8), exactness for small integers, the 13
+ * ignored bits of tf32, signed zeros, inf / NaN, the cut of each term, FP8's halves and its
+ * rounded addition of c, and the warp-level fragment layout against the PTX ISA's tables
+ * written out per type. The FP8 model against the H200's own outputs is test_mma_h200.c. */
 #include "numerics.h"
 #include "ref.h"
 
@@ -18,15 +20,15 @@ typedef struct TForm {
     TlNumMma form;
     int k, ebits, mbits;
     bool ieee;            /* top exponent is inf / NaN; else only S.1..1.1..1 is NaN */
-    int F, p;
+    int F, p;             /* of the one step (FP8: of each of its two steps) */
 } TForm;
 
 static const TForm FORMS[] = {
     {"f16", TL_NUM_MMA_F16, 16, 5, 10, true, 25, 23},
     {"bf16", TL_NUM_MMA_BF16, 16, 8, 7, true, 25, 23},
     {"tf32", TL_NUM_MMA_TF32, 8, 8, 10, true, 25, 23},
-    {"e4m3", TL_NUM_MMA_E4M3, 32, 4, 3, false, 13, 13},
-    {"e5m2", TL_NUM_MMA_E5M2, 32, 5, 2, true, 13, 13},
+    {"e4m3", TL_NUM_MMA_E4M3, 32, 4, 3, false, 25, 23},
+    {"e5m2", TL_NUM_MMA_E5M2, 32, 5, 2, true, 25, 23},
 };
 enum { NFORMS = sizeof FORMS / sizeof FORMS[0] };
 
@@ -72,14 +74,15 @@ static TVal tdecode_f32(uint32_t c)
     return tdecode(&f32, c);
 }
 
-static uint32_t model_ref(const TForm *f, const uint32_t *a, const uint32_t *b, uint32_t cbits)
+static bool is_fp8(const TForm *f) { return f->k == 32; }
+
+/* one multi-term step: c + the n products va[i] vb[i], aligned, cut, summed, cut */
+static uint32_t ref_step(const TForm *f, const TVal *va, const TVal *vb, int n, uint32_t cbits)
 {
-    TVal c = tdecode_f32(cbits), va[32], vb[32];
+    TVal c = tdecode_f32(cbits);
     bool nan = c.cls == 3, pinf = c.cls == 2 && c.v > 0, ninf = c.cls == 2 && c.v < 0, any = c.cls == 1;
     int R = c.cls == 1 ? c.e : -133;
-    for (int i = 0; i < f->k; i++) {
-        va[i] = tdecode(f, a[i]);
-        vb[i] = tdecode(f, b[i]);
+    for (int i = 0; i < n; i++) {
         if (va[i].cls == 3 || vb[i].cls == 3)
             nan = true;
         else if (va[i].cls == 2 || vb[i].cls == 2) {
@@ -105,7 +108,7 @@ static uint32_t model_ref(const TForm *f, const uint32_t *a, const uint32_t *b, 
         R = -133;
     int lsb = R - f->F;
     long double S = 0;
-    for (int i = 0; i < f->k; i++)
+    for (int i = 0; i < n; i++)
         if (va[i].cls == 1 && vb[i].cls == 1) {
             long double p = va[i].v * vb[i].v; /* exact: at most 22 significant bits */
             long double t = truncl(ldexpl(fabsl(p), -lsb));
@@ -126,6 +129,31 @@ static uint32_t model_ref(const TForm *f, const uint32_t *a, const uint32_t *b, 
     int eb = ex - 1 < -126 ? -126 : ex - 1, q = eb - f->p;
     float r = (float)ldexpl(truncl(ldexpl(mag, -q)), q);
     return sign | tl_num_bits(r);
+}
+
+static uint32_t model_ref(const TForm *f, const uint32_t *a, const uint32_t *b, uint32_t cbits)
+{
+    TVal va[32], vb[32];
+    for (int i = 0; i < f->k; i++) {
+        va[i] = tdecode(f, a[i]);
+        vb[i] = tdecode(f, b[i]);
+    }
+    if (!is_fp8(f))
+        return ref_step(f, va, vb, f->k, cbits);
+    /* FP8: the step over k mod 4 = 0, 1 from +0, the step over k mod 4 = 2, 3 from that, then
+     * c + it in f32 arithmetic (round to nearest even) */
+    TVal lo_a[16], lo_b[16], hi_a[16], hi_b[16];
+    for (int h = 0; h < 16; h++) {
+        int kl = 4 * (h / 2) + h % 2;
+        lo_a[h] = va[kl], lo_b[h] = vb[kl];
+        hi_a[h] = va[kl + 2], hi_b[h] = vb[kl + 2];
+    }
+    uint32_t d = ref_step(f, hi_a, hi_b, 16, ref_step(f, lo_a, lo_b, 16, 0));
+    TVal c = tdecode_f32(cbits), vd = tdecode_f32(d);
+    if (c.cls == 3 || vd.cls == 3 || (c.cls == 2 && vd.cls == 2 && (c.v > 0) != (vd.v > 0)))
+        return 0x7FFFFFFFu;
+    volatile float x = tl_num_float(cbits), y = tl_num_float(d);
+    return tl_num_bits(x + y);
 }
 
 /* ---- the functions under test, on a row of codes ---- */
@@ -246,7 +274,11 @@ static void check_against_ref(int *fail)
 
 /* |d - exact| < n 2^(R - F) + 2^(eb(d) - p): n nonzero terms, each cut by less than 2^(R - F),
  * then the sum cut by less than an ulp of d; 2^R is the largest of 2^(ea + eb) and of c's
- * binade (a subnormal counts as the smallest normal number), at least 2^-133 */
+ * binade (a subnormal counts as the smallest normal number), at least 2^-133.
+ * FP8: |d - exact| <= 33 2^-25 max(B, Q, 2^-133) + 2^-22 Q + 2^(eb(d) - 24), with B the largest
+ * 2^(ea + eb) and Q the sum of |a b|: the two steps cut 16 + 17 terms by less than 2^(R - 25)
+ * each, R of either at most log2 max(B, |d1|) and |d1| <= Q; their results by less than
+ * 2^-23 |d1| and 2^-23 |d2| <= 2^-23 Q; the addition of c rounds by at most half an ulp of d */
 static void check_bound(int *fail)
 {
     for (int fi = 0; fi < NFORMS; fi++) {
@@ -264,6 +296,7 @@ static void check_bound(int *fail)
                 make_row(f, kind, &s, a, b, &c);
                 TVal vc = tdecode_f32(c);
                 long double exact = vc.cls == 1 ? vc.v : 0, big = vc.cls == 1 ? ldexpl(1.0L, vc.e) : 0, mass = fabsl(exact);
+                long double bigp = 0, Qp = 0; /* products only */
                 int terms = vc.cls == 1;
                 bool finite = vc.cls < 2;
                 for (int i = 0; i < f->k; i++) {
@@ -274,7 +307,9 @@ static void check_bound(int *fail)
                         exact += p;
                         terms++;
                         big = ldexpl(1.0L, x.e + y.e) > big ? ldexpl(1.0L, x.e + y.e) : big;
+                        bigp = ldexpl(1.0L, x.e + y.e) > bigp ? ldexpl(1.0L, x.e + y.e) : bigp;
                         mass += fabsl(p);
+                        Qp += fabsl(p);
                     }
                 }
                 uint32_t d = model(f, a, b, c);
@@ -286,6 +321,11 @@ static void check_bound(int *fail)
                 int eb = dv == 0 ? -126 : (ex - 1 < -126 ? -126 : ex - 1);
                 long double bound = terms * ldexpl(big > 0x1p-133L ? big : 0x1p-133L, -f->F) + ldexpl(1.0L, eb - f->p)
                                     + mass * 0x1p-58L; /* the long-double sum's own rounding */
+                if (is_fp8(f)) {
+                    long double m = bigp > Qp ? bigp : Qp;
+                    bound = 33 * ldexpl(m > 0x1p-133L ? m : 0x1p-133L, -25) + ldexpl(Qp, -22) + ldexpl(1.0L, eb - 24) +
+                            mass * 0x1p-58L;
+                }
                 long double err = fabsl(dv - exact);
                 if (bound > 0 && err / bound > worst)
                     worst = err / bound;
@@ -297,7 +337,8 @@ static void check_bound(int *fail)
     }
 }
 
-/* the instruction adds all its products at once: any order of k gives the same bits */
+/* the instruction adds all its products at once: any order of k gives the same bits (FP8: any
+ * order inside each of its halves, k mod 4 = 0, 1 and k mod 4 = 2, 3) */
 static void check_order(int *fail)
 {
     Tally t = {"order of k inside an instruction (all forms, 5 kinds x 20000 rows x 4 permutations)", 0, 0, {{0}}};
@@ -310,11 +351,18 @@ static void check_order(int *fail)
                 make_row(f, kind, &s, a, b, &c);
                 uint32_t d = model(f, a, b, c);
                 for (int r = 0; r < 4; r++) {
-                    for (int i = f->k - 1; i > 0; i--) {
-                        int j = (int)(rng_next(&s) % (uint64_t)(i + 1));
-                        uint32_t x = a[i], y = b[i];
-                        a[i] = a[j], b[i] = b[j];
-                        a[j] = x, b[j] = y;
+                    /* a shuffle of the positions pos[0..n-1]: all of k, or one FP8 half after the other */
+                    for (int half = 0; half < (is_fp8(f) ? 2 : 1); half++) {
+                        int pos[32], np = 0;
+                        for (int i = 0; i < f->k; i++)
+                            if (!is_fp8(f) || ((i & 2) != 0) == half)
+                                pos[np++] = i;
+                        for (int i = np - 1; i > 0; i--) {
+                            int j = (int)(rng_next(&s) % (uint64_t)(i + 1));
+                            uint32_t x = a[pos[i]], y = b[pos[i]];
+                            a[pos[i]] = a[pos[j]], b[pos[i]] = b[pos[j]];
+                            a[pos[j]] = x, b[pos[j]] = y;
+                        }
                     }
                     uint32_t e = model(f, a, b, c);
                     tally_hit(&t, e == d, "%s kind %d: %08x after a permutation, %08x before", f->name, kind, e, d);
@@ -397,11 +445,32 @@ static void check_cases(int *fail)
         {0, {1, -1}, {2, 2}, 0, 0, "2 - 2"},
         {1, {1}, {-1}, ONE, 0, "1 - 1"},
         {3, {-0.0f}, {0}, 0x80000000u, 0, "e4m3: -0 + (-0 * 0)"},
-        /* c alone comes through unchanged in the 16-bit forms, cut to 13 fraction bits in FP8 */
+        /* c alone comes through unchanged, FP8 included (c + 0) */
         {1, {0}, {0}, 0x3F800001u, 0x3F800001u, "bf16: c = 1 + 2^-23 alone"},
-        {3, {0}, {0}, 0x3F800001u, ONE, "e4m3: c = 1 + 2^-23 cut to 13 bits"},
-        {4, {0}, {0}, 0xBF801FFFu, 0xBF801C00u, "e5m2: c = -(1 + 8191 2^-23) cut toward zero to -(1 + 7 2^-13)"},
-        {3, {0}, {0}, 0x3F802000u, 0x3F802000u, "e4m3: c = 1 + 2^-10 kept"},
+        {3, {0}, {0}, 0x3F800001u, 0x3F800001u, "e4m3: c = 1 + 2^-23 alone"},
+        {4, {0}, {0}, 0xBF801FFFu, 0xBF801FFFu, "e5m2: c = -(1 + 8191 2^-23) alone"},
+        {3, {0}, {0}, 0x00000001u, 0x00000001u, "e4m3: c = 2^-149 alone"},
+        {4, {0}, {0}, 0x80000000u, 0, "e5m2: -0 + zero products (-0 + +0)"},
+        /* FP8: c is added last, rounded to nearest even, and takes no part in the alignment:
+         * 64 + 2^-18 (half an ulp) -> 64, 64 + 3 2^-18 -> 64 + 2^-16 (a cut would give 64 + 2^-17),
+         * 2^20 + 2^-9 2^-9 keeps nothing of the product but 2^-9 2^-9 - 2^20 + 2^20 is exact */
+        {3, {0x1p-9f}, {0x1p-9f}, 0x42800000u, 0x42800000u, "e4m3: 64 + 2^-18 -> 64 (tie to even)"},
+        {3, {0x3p-9f}, {0x1p-9f}, 0x42800000u, 0x42800002u, "e4m3: 64 + 3 2^-18 -> 64 + 2^-16 (nearest)"},
+        {3, {0x1p-9f}, {-0x1p-9f}, 0x42800002u, 0x42800002u, "e4m3: (64 + 2^-16) - 2^-18 -> 64 + 2^-16 (tie to even)"},
+        {4, {0x1p-16f}, {0x1p-16f}, 0xC9800000u, 0xC9800000u, "e5m2: -2^20 + 2^-32 -> -2^20"},
+        {4, {0x1p-16f}, {0x1p-16f}, 0x2F800000u, 0x30000000u, "e5m2: 2^-32 + 2^-32 (c takes no part in R)"},
+        /* FP8: the halves. 448 * 448 - 448 * 448 + 2^-18: at k = 0, 1, 2 the 2^-18 is in the
+         * other half (k mod 4 = 2) and survives; with the 2^-18 at k = 1, beside 448 * 448, it is
+         * cut away (R = 16: below 2^-9) before -448 * 448 at k = 2 cancels the rest */
+        {3, {448, -448, 0x1p-9f}, {448, 448, 0x1p-9f}, 0, 0x36800000u, "e4m3: 448^2 - 448^2 | 2^-18 (halves)"},
+        {3, {448, 0x1p-9f, -448}, {448, 0x1p-9f, 448}, 0, 0, "e4m3: 448^2 + 2^-18 | -448^2 (the 2^-18 cut)"},
+        {3, {448, 0x1p-9f, -448}, {448, 0x1p-9f, 448}, 0x3F800000u, ONE, "e4m3: 1 + (448^2 + 2^-18 | -448^2)"},
+        /* FP8 products stay far from f32's range (3 * 57344^2 is about 2^33.2): the largest f32
+         * plus them is itself, not inf; infinities come from inf operands or c */
+        {4, {57344, 57344, 57344}, {57344, 57344, 57344}, 0x7F7FFFFFu, 0x7F7FFFFFu, "e5m2: max f32 + 3 57344^2"},
+        {4, {INFINITY}, {1}, 0xFF800000u, NAN32, "e5m2: inf + -inf (c)"},
+        {4, {INFINITY}, {-1}, 0xFF800000u, NINF, "e5m2: -inf + -inf (c)"},
+        {3, {1}, {1}, 0x7FC00001u, NAN32, "e4m3: 1 + NaN (c)"},
         /* each term is cut to 2^(R - 25) toward zero before the sum: 1 + 2^-24 -> 1 (final cut),
          * 1 + 2 * 2^-24 = 1 + 2^-23 exact, 1 + 4 * 2^-26 -> 1 (every term cut to 0), 1 - 2^-26 -> 1
          * (a magnitude cut, not a floor), 1 - 2^-24 exact */

@@ -9,16 +9,20 @@
  *   tiny       values at the bottom of the format, c subnormal in f32
  *   cuts       the cases that tell the model's choices apart: c = 1 plus products of 2^-24,
  *              2^-26, -2^-26 (each term cut toward zero to 2^(R - 25)?), c alone with low
- *              bits set (FP8: cut to 13 fraction bits?), exact cancellation with c = -0 (+0?),
- *              1.5 * 1.5 - 1.5 * 1.5 + 2^-25 (R from ea + eb?), inf * 0, inf - inf, huge products
+ *              bits set, exact cancellation with c = -0 (+0?), 1.5 * 1.5 - 1.5 * 1.5 + 2^-25
+ *              (R from ea + eb?), FP8: 448^2 - 448^2 + 2^-18 with the 2^-18 in the other half
+ *              or in the same half (k mod 4), 64 + 2^-18 and 64 + 3 2^-18 (c added with a
+ *              rounding to nearest even?), inf * 0, inf - inf, huge products
  *   integers   small integers (exact under any model)
  * Each instruction's D registers are compared with tl_num_mma_m16n8 (the library's fragment
  * layout) and each element with the per-element function through this file's own fragment
  * tables (the PTX ISA's "Matrix Fragments for mma.m16n8k*"). Where they differ, the mismatches
  * are printed with their inputs, and a table counts how many finite outputs each variant of the
- * model would have matched (F and p one bit wider or narrower, FP8 at the 16-bit forms' width as
- * on Blackwell, round to nearest, a floor instead of a cut toward zero, R from normalised
- * products, no lower limit on R), which says where to look.
+ * model would have matched (F and p one bit wider or narrower, round to nearest, a floor instead
+ * of a cut toward zero, R from normalised products, no lower limit on R, k in steps; for FP8 the
+ * halves split at k = 16, c in the first step, c added with a cut, and all of k in one pass at
+ * F = 25 (Blackwell by arXiv:2512.07004) or at F = 13, p = 13, that source's Hopper rule, which
+ * the H200 run of 2026-12-02 contradicted), which says where to look.
  *
  * Build, from the repository root (sm_90a: H200):
  *   tests/gpu/numerics/build.sh build-gpu        (or by hand:)
@@ -35,6 +39,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cfenv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -91,7 +96,8 @@ struct Form {
     TlNumMma form;
     int k, ebits, mbits;
     bool ieee;          /* top exponent inf / NaN; else only S.1..1.1..1 is NaN (e4m3) */
-    int F, p;           /* the model's fraction bits of the alignment and of the result */
+    int F, p;           /* the model's fraction bits of the alignment and of the result (FP8: of
+                         * each of its two steps) */
     void (*kernel)(const uint32_t *, const uint32_t *, const uint32_t *, uint32_t *, int);
 };
 
@@ -99,8 +105,8 @@ static const Form FORMS[] = {
     {"f16", TL_NUM_MMA_F16, 16, 5, 10, true, 25, 23, k_f16},
     {"bf16", TL_NUM_MMA_BF16, 16, 8, 7, true, 25, 23, k_bf16},
     {"tf32", TL_NUM_MMA_TF32, 8, 8, 10, true, 25, 23, k_tf32},
-    {"e4m3", TL_NUM_MMA_E4M3, 32, 4, 3, false, 13, 13, k_e4m3},
-    {"e5m2", TL_NUM_MMA_E5M2, 32, 5, 2, true, 13, 13, k_e5m2},
+    {"e4m3", TL_NUM_MMA_E4M3, 32, 4, 3, false, 25, 23, k_e4m3},
+    {"e5m2", TL_NUM_MMA_E5M2, 32, 5, 2, true, 25, 23, k_e5m2},
 };
 
 static const char *KINDS[] = {"normal", "wide", "cancel", "bits", "tiny", "cuts", "integers"};
@@ -220,6 +226,10 @@ static void make_row(const Form &f, int kind, Row &r)
             {{0x1p-126f}, {0x1p-23f}, 0x00000001u},                               /* subnormal results */
             {{0x1p-126f}, {0x1p-30f}, 0},
             {{0x1p-133f, 0x1p-133f}, {0x1p-20f, 0x1p-20f}, 0},
+            {{448, -448, 0x1p-9f}, {448, 448, 0x1p-9f}, 0},                       /* FP8: halves */
+            {{448, 0x1p-9f, -448}, {448, 0x1p-9f, 448}, 0},
+            {{0x1p-9f}, {0x1p-9f}, 0x42800000u},                                  /* 64 + 2^-18 */
+            {{0x3p-9f}, {0x1p-9f}, 0x42800000u},                                  /* 64 + 3 2^-18 */
         };
         int n = (int)(sizeof cs / sizeof cs[0]);
         int i = (int)(rnd() % (uint64_t)n);
@@ -289,39 +299,43 @@ static uint32_t element_model(const Form &f, const Row &r)
 
 struct Variant {
     const char *name;
-    int dF, dp;          /* F and p relative to the form's */
-    bool wide_fp8;       /* FP8 with F = 25, p = 23 (Blackwell per the source) */
-    bool rne;            /* the result rounded to nearest even instead of cut toward zero */
+    int dF, dp;          /* F and p relative to the form's (FP8: to those of each step) */
+    int fp8;             /* how an FP8 instruction goes (the 16-bit forms ignore it): FP8_* */
+    bool rne;            /* a step's result rounded to nearest even instead of cut toward zero */
     bool floor_terms;    /* terms rounded toward -inf (a two's complement cut) instead of toward 0 */
     bool norm_R;         /* R from the normalised products' exponents */
     bool no_clamp;       /* no lower limit -133 on R */
-    int group;           /* products added per step (0: all k at once): c = cut(c + group) in turn */
+    int group;           /* products added per step (0: all k at once): c = cut(c + group) in turn;
+                          * for FP8, in place of the halves */
 };
 
+/* FP8: the model (the products at k mod 4 = 0, 1 from 0, then k mod 4 = 2, 3, then c added with
+ * a rounding to nearest even), its halves split at k = 16 instead, c as the first step's
+ * accumulator (no addition after), c added with a cut toward zero, or all 32 products and c in
+ * one step (arXiv:2512.07004's rule with F = 13, p = 13: dF = -12, dp = -10) */
+enum { FP8_MODEL, FP8_HALVES_AT_16, FP8_C_FIRST, FP8_C_CUT, FP8_ONE_PASS };
+
 static const Variant VARIANTS[] = {
-    {"the model", 0, 0, false, false, false, false, false, 0},
-    {"F + 1", 1, 0, false, false, false, false, false, 0},
-    {"F - 1", -1, 0, false, false, false, false, false, 0},
-    {"F + 2", 2, 0, false, false, false, false, false, 0},
-    {"F + 3", 3, 0, false, false, false, false, false, 0},
-    {"F + 6", 6, 0, false, false, false, false, false, 0},
-    {"F + 9", 9, 0, false, false, false, false, false, 0},
-    {"F + 12", 12, 0, false, false, false, false, false, 0},
-    {"p + 1 (FP8)", 0, 1, false, false, false, false, false, 0},
-    {"p + 10", 0, 10, false, false, false, false, false, 0},
-    {"F + 3, p + 10", 3, 10, false, false, false, false, false, 0},
-    {"FP8 at F = 25, p = 23", 0, 0, true, false, false, false, false, 0},
-    {"result RNE", 0, 0, false, true, false, false, false, 0},
-    {"terms floored", 0, 0, false, false, true, false, false, 0},
-    {"R normalised", 0, 0, false, false, false, true, false, 0},
-    {"R unclamped", 0, 0, false, false, false, false, true, 0},
-    {"k in steps of 16", 0, 0, false, false, false, false, false, 16},
-    {"steps of 16, F + 3", 3, 0, false, false, false, false, false, 16},
-    {"steps of 16, p + 10", 0, 10, false, false, false, false, false, 16},
-    {"k in steps of 8", 0, 0, false, false, false, false, false, 8},
-    {"steps of 8, p + 10", 0, 10, false, false, false, false, false, 8},
-    {"k in steps of 4", 0, 0, false, false, false, false, false, 4},
-    {"steps of 4, p + 10", 0, 10, false, false, false, false, false, 4},
+    {"the model", 0, 0, FP8_MODEL, false, false, false, false, 0},
+    {"F + 1", 1, 0, FP8_MODEL, false, false, false, false, 0},
+    {"F - 1", -1, 0, FP8_MODEL, false, false, false, false, 0},
+    {"F + 2", 2, 0, FP8_MODEL, false, false, false, false, 0},
+    {"F + 3", 3, 0, FP8_MODEL, false, false, false, false, 0},
+    {"F + 6", 6, 0, FP8_MODEL, false, false, false, false, 0},
+    {"p + 1", 0, 1, FP8_MODEL, false, false, false, false, 0},
+    {"p - 1", 0, -1, FP8_MODEL, false, false, false, false, 0},
+    {"result RNE", 0, 0, FP8_MODEL, true, false, false, false, 0},
+    {"terms floored", 0, 0, FP8_MODEL, false, true, false, false, 0},
+    {"R normalised", 0, 0, FP8_MODEL, false, false, true, false, 0},
+    {"R unclamped", 0, 0, FP8_MODEL, false, false, false, true, 0},
+    {"k in steps of 16", 0, 0, FP8_MODEL, false, false, false, false, 16},
+    {"k in steps of 8", 0, 0, FP8_MODEL, false, false, false, false, 8},
+    {"k in steps of 4", 0, 0, FP8_MODEL, false, false, false, false, 4},
+    {"FP8 halves k < 16, k >= 16", 0, 0, FP8_HALVES_AT_16, false, false, false, false, 0},
+    {"FP8 c in the first step", 0, 0, FP8_C_FIRST, false, false, false, false, 0},
+    {"FP8 c added with a cut", 0, 0, FP8_C_CUT, false, false, false, false, 0},
+    {"FP8 one pass, F = 25, p = 23", 0, 0, FP8_ONE_PASS, false, false, false, false, 0},
+    {"FP8 one pass, F = 13, p = 13", -12, -10, FP8_ONE_PASS, false, false, false, false, 0},
 };
 enum { NVARIANTS = sizeof VARIANTS / sizeof VARIANTS[0] };
 
@@ -356,35 +370,32 @@ static LVal ldecode(int ebits, int mbits, bool ieee, uint32_t code)
     return r;
 }
 
-/* one step of a variant: products lo .. hi - 1 of the row added to the accumulator c (f32 bits) */
-static bool variant_step(const Form &f, const Variant &v, const Row &r, int lo, int hi, uint32_t cbits,
+/* one step of a variant: the products idx[0 .. n-1] of the row added to the accumulator c (f32
+ * bits) */
+static bool variant_step(const Form &f, const Variant &v, const Row &r, const int *idx, int n, uint32_t cbits,
                          uint32_t *out)
 {
     LVal c = ldecode(8, 23, true, cbits);
     if (c.cls >= 2)
         return false;
     int F = f.F + v.dF, p = f.p + v.dp;
-    if (v.wide_fp8) {
-        if (f.k != 32)
-            return false;
-        F = 25, p = 23;
-    }
     int R = c.cls == 1 ? c.e : (v.no_clamp ? -100000 : -133);
     LVal a[32], b[32];
     bool any = c.cls == 1;
-    for (int i = lo; i < hi; i++) {
+    for (int j = 0; j < n; j++) {
+        int i = idx[j];
         uint32_t ca = f.form == TL_NUM_MMA_TF32 ? r.a[i] >> 13 : r.a[i];
         uint32_t cb = f.form == TL_NUM_MMA_TF32 ? r.b[i] >> 13 : r.b[i];
-        a[i] = ldecode(f.ebits, f.mbits, f.ieee, ca);
-        b[i] = ldecode(f.ebits, f.mbits, f.ieee, cb);
-        if (a[i].cls >= 2 || b[i].cls >= 2)
+        a[j] = ldecode(f.ebits, f.mbits, f.ieee, ca);
+        b[j] = ldecode(f.ebits, f.mbits, f.ieee, cb);
+        if (a[j].cls >= 2 || b[j].cls >= 2)
             return false;
-        if (a[i].cls == 1 && b[i].cls == 1) {
+        if (a[j].cls == 1 && b[j].cls == 1) {
             any = true;
-            int e = a[i].e + b[i].e;
+            int e = a[j].e + b[j].e;
             if (v.norm_R) {
                 int x;
-                frexpl(a[i].v * b[i].v, &x);
+                frexpl(a[j].v * b[j].v, &x);
                 e = x - 1;
             }
             R = e > R ? e : R;
@@ -398,12 +409,12 @@ static bool variant_step(const Form &f, const Variant &v, const Row &r, int lo, 
         R = -133;
     int lsb = R - F;
     long double S = 0;
-    for (int i = lo; i <= hi; i++) {
+    for (int j = 0; j <= n; j++) {
         long double t;
-        if (i < hi) {
-            if (a[i].cls != 1 || b[i].cls != 1)
+        if (j < n) {
+            if (a[j].cls != 1 || b[j].cls != 1)
                 continue;
-            t = a[i].v * b[i].v;
+            t = a[j].v * b[j].v;
         } else {
             if (c.cls != 1)
                 continue;
@@ -421,8 +432,8 @@ static bool variant_step(const Form &f, const Variant &v, const Row &r, int lo, 
     frexpl(mag, &ex);
     uint32_t sign = S < 0 ? 0x80000000u : 0;
     int eb = ex - 1 < -126 ? -126 : ex - 1, q = eb - p;
-    long double n = ldexpl(mag, -q);
-    long double m = v.rne ? nearbyintl(n) : truncl(n);
+    long double nq = ldexpl(mag, -q);
+    long double m = v.rne ? nearbyintl(nq) : truncl(nq);
     long double res = ldexpl(m, q);
     if (res >= 0x1p128L) {
         *out = sign | 0x7F800000u;
@@ -432,19 +443,55 @@ static bool variant_step(const Form &f, const Variant &v, const Row &r, int lo, 
     return true;
 }
 
-/* the finite result of a variant, or false when the output is inf / NaN under the model; with a
- * group, the instruction's k products go in `group` at a time, each step's result the next c */
+/* x + y in f32 arithmetic, rounded to nearest even or toward zero */
+static uint32_t add_f32(uint32_t x, uint32_t y, bool cut)
+{
+    volatile float fx = tl_num_float(x), fy = tl_num_float(y);
+    if (cut)
+        fesetround(FE_TOWARDZERO);
+    volatile float s = fx + fy;
+    if (cut)
+        fesetround(FE_TONEAREST);
+    return tl_num_bits(s);
+}
+
+/* the finite result of a variant, or false when the output is inf / NaN under it; with a group,
+ * the instruction's k products go in `group` at a time, each step's result the next c; FP8
+ * otherwise in two halves as v.fp8 says */
 static bool variant(const Form &f, const Variant &v, const Row &r, uint32_t *out)
 {
-    int g = v.group > 0 && v.group < f.k ? v.group : f.k;
-    uint32_t c = r.c;
-    for (int lo = 0; lo < f.k; lo += g) {
-        if (!variant_step(f, v, r, lo, lo + g, c, &c))
-            return false;
-        if ((c & 0x7F800000u) == 0x7F800000u)
+    int idx[32];
+    if (v.fp8 != FP8_MODEL && f.k != 32)
+        return false;
+    bool halves = f.k == 32 && v.group == 0 && v.fp8 != FP8_ONE_PASS;
+    if (!halves) {
+        int g = v.group > 0 && v.group < f.k ? v.group : f.k;
+        uint32_t c = r.c;
+        for (int lo = 0; lo < f.k; lo += g) {
+            for (int j = 0; j < g; j++)
+                idx[j] = lo + j;
+            if (!variant_step(f, v, r, idx, g, c, &c))
+                return false;
+            if ((c & 0x7F800000u) == 0x7F800000u)
+                return false;
+        }
+        *out = c;
+        return true;
+    }
+    if ((r.c & 0x7F800000u) == 0x7F800000u)
+        return false;
+    uint32_t d = v.fp8 == FP8_C_FIRST ? r.c : 0;
+    for (int h = 0; h < 2; h++) {
+        for (int j = 0; j < 16; j++)
+            idx[j] = v.fp8 == FP8_HALVES_AT_16 ? 16 * h + j : 4 * (j / 2) + j % 2 + 2 * h;
+        if (!variant_step(f, v, r, idx, 16, d, &d) || (d & 0x7F800000u) == 0x7F800000u)
             return false;
     }
-    *out = c;
+    if (v.fp8 != FP8_C_FIRST)
+        d = add_f32(r.c, d, v.fp8 == FP8_C_CUT);
+    if ((d & 0x7F800000u) == 0x7F800000u)
+        return false;
+    *out = d;
     return true;
 }
 
@@ -588,7 +635,7 @@ int main(int argc, char **argv)
         }
         printf("%s: finite outputs each variant of the model matches, of %llu:\n", f.name, (unsigned long long)vtotal);
         for (int vi = 0; vi < NVARIANTS; vi++)
-            printf("    %-24s %llu\n", VARIANTS[vi].name, (unsigned long long)vmatch[vi]);
+            printf("    %-30s %llu\n", VARIANTS[vi].name, (unsigned long long)vmatch[vi]);
     }
     CK(cudaFree(da));
     CK(cudaFree(db));
