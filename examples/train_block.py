@@ -30,6 +30,7 @@ and References (tilec.torch and plain torch). CPU tensors run on tilec's emulato
 
     python examples/train_block.py                      # 30 steps, both curves, the agreement
     python examples/train_block.py --steps 60 --plot docs/train_block.png
+    python examples/train_block.py --ep 2 --steps 4     # experts over 2 processes (EPBlock)
 
 The package is taken from PYTHONPATH, or from the build tree (build/python) next to this file.
 """
@@ -42,6 +43,7 @@ import time
 from typing import List, Optional
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -73,6 +75,10 @@ from tilec.torch import engram as ref_engram
 # 4.7e-3 at most over the first 10 and 2.5e-2 over 60 (docs/pytorch.md, "An end-to-end block").
 LOSS_RTOL = 5e-2
 FIRST_RTOL = 1e-5
+# The expert-parallel run's losses equal the single-process run's bit for bit; with the batch split
+# over the ranks (data parallel) they agree within this relative difference over a short run.
+EP_RTOL = 5e-3
+
 
 @dataclasses.dataclass
 class Config:
@@ -145,6 +151,9 @@ class Kernels:
     def fused_mapping(self, idx, experts, alignment):
         return tilec.moe.get_fused_mapping(idx, experts, 0, alignment)
 
+    def mask_to_rank(self, idx, experts, world, rank):
+        return tilec.moe.mask_indices_by_tp(idx, experts, world, rank, world)
+
     def expand_to_fused(self, x, ttp, pte):
         return tilec.moe.expand_to_fused(x, ttp, pte)
 
@@ -211,6 +220,9 @@ class References:
 
     def fused_mapping(self, idx, experts, alignment):
         return ref.get_fused_mapping(idx, experts, 0, alignment)
+
+    def mask_to_rank(self, idx, experts, world, rank):
+        return ref.mask_indices_by_tp(idx, experts, world, rank, world)
 
     def expand_to_fused(self, x, ttp, pte):
         return ref.expand_to_fused(x, ttp, pte)
@@ -516,6 +528,195 @@ def train(steps: int = 40, device: Optional[str] = None, seed: int = 0, cfg: Opt
     return {**losses, "seconds": seconds}
 
 
+# ---- expert parallelism -------------------------------------------------------------------------
+
+def _all_to_all(x, send: List[int], recv: List[int], group=None):
+    out = x.new_empty((sum(recv),) + tuple(x.shape[1:]))
+    dist.all_to_all_single(out, x.contiguous(), recv, send, group=group)
+    return out
+
+
+class AllToAll(torch.autograd.Function):
+    """Rows exchanged between the ranks: send[d] rows of x (in rank order) go to rank d, recv[s]
+    rows come from rank s; the backward sends the gradients the reverse way."""
+
+    @staticmethod
+    def forward(ctx, x, send, recv):
+        ctx.send, ctx.recv = send, recv
+        return _all_to_all(x, send, recv)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _all_to_all(grad, ctx.recv, ctx.send), None, None
+
+
+class OwnRows(torch.autograd.Function):
+    """The rows [r T / W, (r + 1) T / W) of a tensor that every rank holds whole (rank r's
+    share); backward: the shares' gradients gathered from all ranks, the whole gradient on each."""
+
+    @staticmethod
+    def forward(ctx, x, rank, world):
+        n = x.shape[0] // world
+        ctx.world = world
+        return x[rank * n:(rank + 1) * n].contiguous()
+
+    @staticmethod
+    def backward(ctx, grad):
+        every = [torch.empty_like(grad) for _ in range(ctx.world)]
+        dist.all_gather(every, grad.contiguous())
+        return torch.cat(every), None, None
+
+
+class AllRows(torch.autograd.Function):
+    """The shares of all ranks gathered, in rank order; backward: this rank's rows of the
+    gradient (every rank has the same whole gradient)."""
+
+    @staticmethod
+    def forward(ctx, x, rank, world):
+        ctx.rank, ctx.n = rank, x.shape[0]
+        every = [torch.empty_like(x) for _ in range(world)]
+        dist.all_gather(every, x.contiguous())
+        return torch.cat(every)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad[ctx.rank * ctx.n:(ctx.rank + 1) * ctx.n].contiguous(), None, None
+
+
+class EPBlock(Block):
+    """The block with its experts split over the W ranks of the default process group: rank r
+    holds experts [r E / W, (r + 1) E / W).
+
+    The MoE feed-forward: rank r routes its share of the tokens (the same router everywhere);
+    gives every (token, k) entry its own row (expand_to_fused with the identity layout t K + k);
+    sends the entries to the ranks of their experts (all-to-all, with their expert ids and
+    routing weights); there mask_indices_by_tp (the EP arguments: W EP ranks in W groups, this
+    rank's) renumbers the received entries' experts locally, and get_fused_mapping,
+    expand_to_fused, the FP8 experts and reduce_fused run on them as tokens of one slot each; the
+    rows go back (all-to-all) to their (t, k) places, and reduce_fused sums each token's k rows in
+    k order. Every expert sees its rows in the order and padding of the single-process layout
+    (ascending t K + k of the whole batch), and every token's k rows are summed in the same
+    order, so the MoE computes what one process computes, bit for bit; the gradients flow back
+    through the same exchanges (expert weights' gradients on their ranks).
+
+    split_batch=False (the default): every rank runs the rest of the block on the whole batch and
+    owns a share of the tokens for the MoE (OwnRows / AllRows move the shares): the losses and
+    every gradient equal the single-process run's bit for bit. split_batch=True: rank r runs the
+    rest of the block on its own sequences only (data parallel, the replicated parameters'
+    gradients summed by all-reduce): the sums over tokens then split differently, and the losses
+    agree to rounding, not to the bit."""
+
+    def __init__(self, cfg: Config, ops, params: dict, device, rank: int, world: int, split_batch: bool = False):
+        if cfg.experts % world or cfg.batch % world or (cfg.batch * cfg.seq) % world:
+            raise ValueError(f"EPBlock: {world} ranks must divide the experts ({cfg.experts}) and the batch "
+                             f"({cfg.batch})")
+        el = cfg.experts // world
+        local = dict(params)
+        for w in ("expert_up", "expert_down"):
+            local[w] = params[w][rank * el:(rank + 1) * el]
+        super().__init__(cfg, ops, local, device)
+        self.rank, self.world, self.split_batch = rank, world, split_batch
+
+    def moe(self, x):
+        cfg, p, ops, W, r = self.cfg, self.p, self.ops, self.world, self.rank
+        A, S, H = x.shape
+        h = rms_norm(x, p["norm_moe"]).bfloat16().reshape(A * S, H)
+        idx, weights = self.route(h)                                            # global experts (T, K)
+        if not self.split_batch:                                                # this rank's share
+            n = idx.shape[0] // W
+            h, weights, idx = OwnRows.apply(h, r, W), OwnRows.apply(weights, r, W), idx[r * n:(r + 1) * n]
+        T, K = idx.shape
+        dev = h.device
+        ident = torch.arange(T * K, dtype=torch.int32, device=dev).view(T, K)
+        all_slots = torch.zeros(T * K, dtype=torch.int32, device=dev)          # no padding slot
+        entries = ExpandToFused.apply(h, ident, all_slots, ops)                # (T K, H), row t K + k
+        dest = torch.div(idx.reshape(-1), cfg.experts // W, rounding_mode="floor")
+        order = torch.sort(dest, stable=True).indices                          # by rank, then t K + k
+        send_t = torch.bincount(dest, minlength=W)
+        recv_t = torch.empty_like(send_t)
+        dist.all_to_all_single(recv_t, send_t)
+        send, recv = send_t.tolist(), recv_t.tolist()
+        rx = AllToAll.apply(entries[order], send, recv)                        # (n, H)
+        rw = AllToAll.apply(weights.reshape(-1)[order], send, recv).view(-1, 1)
+        rid = _all_to_all(idx.reshape(-1)[order], send, recv).view(-1, 1)
+        local = ops.mask_to_rank(rid, cfg.experts, W, r)                       # local expert ids
+        pte, _, pttk, ttp, _, _, _, counts = ops.fused_mapping(local, cfg.experts // W, cfg.alignment)
+        xf = ExpandToFused.apply(rx, ttp, pte, ops)
+        yf = self.experts(xf, counts, p["expert_up"], p["expert_down"], rw.contiguous(), pttk, ttp, pte)
+        ry = ReduceFused.apply(yf, ttp, pte, ops)                              # (n, H), entry order
+        back = AllToAll.apply(ry, recv, send)                                  # in `order`
+        rows = back.index_select(0, torch.argsort(order))                     # row t K + k
+        out = ReduceFused.apply(rows, ident, all_slots, ops)
+        if not self.split_batch:
+            out = AllRows.apply(out, r, W)
+        return out.view(A, S, H)
+
+
+def train_ep(rank: int, world: int, steps: int, device: Optional[str] = None, seed: int = 0,
+             cfg: Optional[Config] = None, log=None, split_batch: bool = False) -> List[float]:
+    """One rank of the expert-parallel run (the process group already initialised): the tilec
+    block of train() with its experts split over ``world`` ranks (EPBlock). Returns the losses of
+    the whole batch, the same on every rank."""
+    cfg = cfg or Config()
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda":
+        device = f"cuda:{rank % torch.cuda.device_count()}"
+        torch.cuda.set_device(device)
+    block = EPBlock(cfg, Kernels(cfg), init_params(cfg, seed), device, rank, world, split_batch)
+    opt = make_optimizer(block, cfg)
+    shared = [v for k, v in block.p.items() if k not in ("expert_up", "expert_down")]
+    a = cfg.batch // world
+    losses = []
+    for step in range(steps):
+        tokens, targets = (t.to(device) for t in synthetic_batch(cfg, step, seed))
+        if split_batch:
+            tokens, targets = tokens[rank * a:(rank + 1) * a], targets[rank * a:(rank + 1) * a]
+        opt.zero_grad(set_to_none=True)
+        ce = block(tokens, targets)
+        if split_batch:
+            (ce.sum() / (ce.numel() * world)).backward()                      # this rank's part of the mean
+            for v in shared:
+                dist.all_reduce(v.grad)
+            every = [torch.empty_like(ce) for _ in range(world)]
+            dist.all_gather(every, ce.detach())
+            loss = torch.cat(every).mean()                                     # the mean as one process takes it
+        else:
+            loss = ce.mean()
+            loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        if log and rank == 0:
+            log(f"step {step:3d}  tilec, {world} ranks {losses[-1]:.5f}")
+    return losses
+
+
+def _ep_worker(rank: int, world: int, init_file: str, out: str, steps: int, device: Optional[str], seed: int,
+               split_batch: bool):
+    cuda = (device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
+    dist.init_process_group("nccl" if cuda else "gloo", init_method=f"file://{init_file}", rank=rank,
+                            world_size=world)
+    try:
+        losses = train_ep(rank, world, steps, device, seed, split_batch=split_batch)
+        if rank == 0:
+            with open(out, "w") as f:
+                json.dump(losses, f)
+    finally:
+        dist.destroy_process_group()
+
+
+def run_ep(world: int, steps: int, device: Optional[str] = None, seed: int = 0,
+           split_batch: bool = False) -> List[float]:
+    """train_ep on ``world`` processes (torch.multiprocessing), gloo on CPU tensors, NCCL on GPUs;
+    returns rank 0's losses."""
+    import tempfile
+    import torch.multiprocessing as mp
+    with tempfile.TemporaryDirectory() as tmp:
+        init, out = os.path.join(tmp, "init"), os.path.join(tmp, "losses.json")
+        mp.spawn(_ep_worker, args=(world, init, out, steps, device, seed, split_batch), nprocs=world)
+        with open(out) as f:
+            return json.load(f)
+
+
 def max_rel_diff(a: List[float], b: List[float]) -> float:
     return max(abs(x - y) / abs(y) for x, y in zip(a, b))
 
@@ -550,8 +751,14 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--plot", metavar="PNG", help="write both loss curves to this PNG (needs matplotlib)")
     ap.add_argument("--json", metavar="FILE", help="write the losses and timings as JSON")
+    ap.add_argument("--ep", type=int, metavar="W", help="also train the tilec block with its experts split over W "
+                    "processes (gloo on CPU, NCCL on GPUs) and compare with the single-process losses")
+    ap.add_argument("--split-batch", action="store_true", help="with --ep: each rank runs the rest of the block "
+                    "on its own sequences (data parallel) instead of the whole batch")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
+    if args.ep:
+        return main_ep(args)
     t0 = time.perf_counter()
     res = train(args.steps, args.device, args.seed, log=None if args.quiet else print)
     wall = time.perf_counter() - t0
@@ -569,6 +776,26 @@ def main(argv=None):
         plot(res, args.plot, f"examples/train_block.py: {args.steps} AdamW steps on {dev}")
     first = abs(res["tilec"][0] - res["reference"][0]) / abs(res["reference"][0])
     return 0 if rel <= LOSS_RTOL and first <= FIRST_RTOL else 1
+
+
+def main_ep(args) -> int:
+    t0 = time.perf_counter()
+    single = train(args.steps, args.device, args.seed, sides=("tilec",))["tilec"]
+    t1 = time.perf_counter()
+    ep = run_ep(args.ep, args.steps, args.device, args.seed, args.split_batch)
+    t2 = time.perf_counter()
+    rel = max_rel_diff(ep, single)
+    for i, (a, b) in enumerate(zip(single, ep)):
+        if not args.quiet:
+            print(f"step {i:3d}  one process {a:.7f}  {args.ep} ranks {b:.7f}")
+    same = sum(a == b for a, b in zip(single, ep))
+    want = f"tolerance {EP_RTOL:g}" if args.split_batch else "required: all equal"
+    print(f"{args.steps} steps: one process {t1 - t0:.1f} s, {args.ep} ranks {t2 - t1:.1f} s; {same} of "
+          f"{args.steps} losses bit for bit equal; largest relative difference {rel:.2e} ({want})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"single": single, "ep": ep, "world": args.ep, "max_rel_diff": rel}, f, indent=1)
+    return 0 if (rel <= EP_RTOL if args.split_batch else ep == single) else 1
 
 
 if __name__ == "__main__":

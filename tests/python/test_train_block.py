@@ -1,7 +1,8 @@
 """examples/train_block.py for a few steps on the CPU emulator: the decoder block written with the
 tilec kernels and the same block written with the references of tilec.torch train side by side
 (every parameter gets a gradient on both sides; the losses fall; the curves agree within the
-example's tolerances).
+example's tolerances), and the expert-parallel block on 2 processes (gloo, CPU tensors) gives
+the single-process run's losses bit for bit.
 
 TILEC_BUILD_PYTHON: the package to test (default build/python)."""
 import os
@@ -37,3 +38,7 @@ def test_curves_agree(curves):
     assert abs(k[0] - r[0]) <= tb.FIRST_RTOL * abs(r[0]), (k, r)
     assert tb.max_rel_diff(k, r) <= tb.LOSS_RTOL, (k, r)
 
+
+def test_expert_parallel_equals_single_process(curves):
+    ep = tb.run_ep(2, STEPS, "cpu")
+    assert ep == curves["tilec"], (ep, curves["tilec"])
