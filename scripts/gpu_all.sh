@@ -8,8 +8,10 @@
 #                              comparison, compute-sanitizer memcheck on small subsets
 #   scripts/gpu_all.sh bench   launch overhead, bandwidth benchmarks of every family (against the
 #                              copy ceiling and torch.compile), JIT compile latency
-#   scripts/gpu_all.sh numerics  the MUFU measurements (needs build-gpu/ from
-#                              tests/gpu/numerics/build.sh build-gpu, which needs nvcc)
+#   scripts/gpu_all.sh numerics  the MUFU measurements and the tensor-core model against mma.sync
+#                              (needs build-gpu/ from tests/gpu/numerics/build.sh build-gpu, nvcc)
+#   scripts/gpu_all.sh torch   the end-to-end block on the GPU against the emulator, its expert-
+#                              parallel form with NCCL on 2 GPUs, host time per Python call
 # Both parts: scripts/gpu_all.sh tests bench (about 4.5 minutes on an H200 host before the Engram
 # steps were added). Logs (as logs.tgz),
 # the benchmark JSON and summary.txt go to $OUT (default /tmp/out). Each step has a time limit so
@@ -120,6 +122,32 @@ run_bench() {
   cat "$OUT/compile_speed.log" >> "$OUT/summary.txt"
 }
 
+run_torch() {
+  # the end-to-end block on the GPU against the emulator's run of the same seed, its expert-parallel
+  # form over the GPUs with NCCL (2 or more), and host time per call on the GPU host
+  local t0=$(date +%s)
+  timeout 200 python3 examples/train_block.py --device cuda --steps 30 --json "$OUT/train_cuda.json" --quiet \
+    > "$OUT/train_cuda.log" 2>&1
+  summary "train_block cuda: exit $? — $(tail -1 "$OUT/train_cuda.log")"
+  timeout 300 python3 examples/train_block.py --device cpu --steps 30 --json "$OUT/train_emu.json" --quiet \
+    > "$OUT/train_emu.log" 2>&1
+  summary "train_block emulator: exit $? — $(tail -1 "$OUT/train_emu.log")"
+  python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['tilec']; b=json.load(open(sys.argv[2]))['tilec']; \
+print('train_block tilec losses, GPU against emulator: %d steps, %d equal, largest relative difference %.3g' % \
+(len(a), sum(x == y for x, y in zip(a, b)), max(abs(x - y) / abs(y) for x, y in zip(a, b))))" \
+    "$OUT/train_cuda.json" "$OUT/train_emu.json" 2>&1 | tee -a "$OUT/summary.txt"
+  local n=$(nvidia-smi -L | wc -l)
+  if [ "$n" -ge 2 ]; then
+    NCCL_NVLS_ENABLE=0 timeout 300 python3 examples/train_block.py --device cuda --steps 4 --ep 2 \
+      > "$OUT/train_ep.log" 2>&1
+    summary "train_block --ep 2 (NCCL): exit $? — $(tail -1 "$OUT/train_ep.log")"
+  else
+    summary "train_block --ep 2: skipped, $n GPU"
+  fi
+  timeout 200 python3 bench/host_overhead.py --tokens 1,128 --json "$OUT/host_overhead.json" > "$OUT/host_overhead.log" 2>&1
+  summary "host_overhead exit $? in $(elapsed $t0) s"; tail -60 "$OUT/host_overhead.log" >> "$OUT/summary.txt"
+}
+
 run_numerics() {
   # the MUFU ex2/rsqrt measurements (tests/gpu/numerics/build.sh build-gpu, carried along)
   local t0=$(date +%s)
@@ -127,6 +155,9 @@ run_numerics() {
   timeout 240 build-gpu/mufu_dump "$OUT/mufu" > "$OUT/mufu/stdout.txt" 2>&1
   summary "mufu_dump exit $? in $(elapsed $t0) s"
   grep -E "PASS|FAIL" "$OUT/mufu/mufu_report.txt" | tail -20 | tee -a "$OUT/summary.txt"
+  timeout 300 build-gpu/mma_model > "$OUT/mma_model.log" 2>&1
+  summary "mma_model exit $? — $(grep -cE " 0 mismatches" "$OUT/mma_model.log") input classes without a mismatch"
+  grep -E "mismatches" "$OUT/mma_model.log" | grep -v " 0 mismatches" | head -20 | tee -a "$OUT/summary.txt"
 }
 
 for part in "${@:-tests}"; do
@@ -134,7 +165,8 @@ for part in "${@:-tests}"; do
     tests) run_tests ;;
     bench) run_bench ;;
     numerics) run_numerics ;;
-    *) echo "usage: scripts/gpu_all.sh tests|bench|numerics ..." >&2; exit 2 ;;
+    torch) run_torch ;;
+    *) echo "usage: scripts/gpu_all.sh tests|bench|numerics|torch ..." >&2; exit 2 ;;
   esac
 done
 # logs and dumps go into one archive, beside summary.txt and the benchmark JSON
