@@ -13,52 +13,27 @@ import torch
 os.environ["TILEC_OPS_DEVICE"] = "cuda"      # test_ops builds its calls on this device
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import test_ops  # noqa: E402
+from call_results import assert_same, clone_args  # noqa: E402
 
-from tilec.testing import assert_equal  # noqa: E402
 
 CALLS = test_ops._op_calls()
 
 
-def _copy(v):
-    if isinstance(v, torch.Tensor):
-        return v.clone()
-    if isinstance(v, (tuple, list)):
-        return type(v)(_copy(e) for e in v)
-    return v
-
-
-def _tensors(v, out):
-    """Every tensor of a result or an argument dictionary, in a fixed order."""
-    if isinstance(v, torch.Tensor):
-        out.append(v)
-    elif isinstance(v, dict):
-        for k in sorted(v):
-            _tensors(v[k], out)
-    elif isinstance(v, (tuple, list)):
-        for e in v:
-            _tensors(e, out)
-    return out
-
-
 @pytest.mark.parametrize("fn, kw", CALLS, ids=[f"{fn.__module__}.{fn.__name__}" for fn, _ in CALLS])
 def test_captured_call_replays_like_eager(fn, kw):
-    eager_args = _copy(kw)
+    eager_args = clone_args(kw)
     want = fn(**eager_args)                  # also compiles the kernels: the capture must not
     torch.cuda.synchronize()
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):            # the warm-up torch.cuda.graphs asks for
-        fn(**_copy(kw))
+        fn(**clone_args(kw))
     torch.cuda.current_stream().wait_stream(side)
-    graph_args = _copy(kw)
+    graph_args = clone_args(kw)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         got = fn(**graph_args)
     graph.replay()
     torch.cuda.synchronize()
-    a, b = _tensors(got, []), _tensors(want, [])
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        assert_equal(x, y)
-    for x, y in zip(_tensors(graph_args, []), _tensors(eager_args, [])):   # what the function wrote
-        assert_equal(x, y)
+    assert_same(got, want)
+    assert_same(graph_args, eager_args)   # what the function wrote

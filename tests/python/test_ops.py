@@ -25,6 +25,7 @@ from tilec.modeling.mhc import ops as MO  # noqa: E402
 from tilec.modeling.mhc.ops import (expand as MO_expand, head_compute_mix as MO_head, norm_fn as MO_norm,  # noqa: E402
                                     pre_apply_mix as MO_apply, pre_split_mixes as MO_split, sinkhorn as MO_sink)
 from test_bad_arguments import VALID  # noqa: E402  (a valid call of every public function)
+from call_results import assert_same as _same, clone_args as _clone, flat as _flat  # noqa: E402
 
 # the synchronising form of get_fused_mapping (num_expanded_tokens = 0, force_no_sync = False) trims
 # its outputs to a size read from the device: a graph break by nature; traced, use a size or
@@ -88,41 +89,6 @@ def _op_calls():
 OP_CALLS = _op_calls()
 IDS = [f.__name__ for f, _ in OP_CALLS]
 LAYER_CALLS = [(fn, {k: _on(v) for k, v in kw.items()}) for fn, kw in VALID if fn.__name__ in LAYERS]
-
-
-def _flat(r, out=None):
-    out = [] if out is None else out
-    if isinstance(r, torch.Tensor):
-        out.append(r)
-    elif isinstance(r, (tuple, list)):
-        for e in r:
-            _flat(e, out)
-    else:
-        out.append(r)
-    return out
-
-
-def _same(a, b):
-    """Bit-identical results (NaN payloads and -0 included)."""
-    fa, fb = _flat(a), _flat(b)
-    assert len(fa) == len(fb)
-    for x, y in zip(fa, fb):
-        if isinstance(x, torch.Tensor):
-            assert isinstance(y, torch.Tensor)
-            assert (x.shape, x.dtype, x.stride()) == (y.shape, y.dtype, y.stride())
-            assert torch.equal(x.reshape(-1).view(torch.uint8), y.reshape(-1).view(torch.uint8))
-        else:
-            assert x == y
-
-
-def _clone(kw):
-    def one(v):
-        if isinstance(v, torch.Tensor):
-            return v.clone()
-        if isinstance(v, (tuple, list)):
-            return type(v)(e.clone() if isinstance(e, torch.Tensor) else e for e in v)
-        return v
-    return {k: one(v) for k, v in kw.items()}
 
 
 def test_every_public_function_is_an_op():

@@ -14,42 +14,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from tilec import _plan  # noqa: E402
 from test_bad_arguments import CASES, VALID  # noqa: E402
-
-
-def _flat(r, out):
-    if isinstance(r, torch.Tensor):
-        out.append(r)
-    elif isinstance(r, (tuple, list)):
-        for e in r:
-            _flat(e, out)
-    else:
-        out.append(r)
-    return out
-
-
-def _bits(t):
-    return t.detach().contiguous().view(torch.uint8) if t.numel() else t
-
-
-def _same(a, b):
-    fa, fb = _flat(a, []), _flat(b, [])
-    assert len(fa) == len(fb)
-    for x, y in zip(fa, fb):
-        if isinstance(x, torch.Tensor):
-            assert (x.shape, x.dtype, x.stride(), x.device) == (y.shape, y.dtype, y.stride(), y.device)
-            assert torch.equal(_bits(x), _bits(y))
-        else:
-            assert x == y
-
-
-def _clone(kw):
-    def c(v):
-        if isinstance(v, torch.Tensor):
-            return v.clone()
-        if isinstance(v, (tuple, list)):
-            return type(v)(c(e) for e in v)
-        return v
-    return {k: c(v) for k, v in kw.items()}
+from call_results import assert_same as _same, clone_args as _clone  # noqa: E402
 
 
 @pytest.mark.parametrize("fn, kw", VALID, ids=[f.__name__ for f, _ in VALID])
