@@ -13,7 +13,7 @@ import torch
 os.environ["TILEC_OPS_DEVICE"] = "cuda"      # test_ops builds its calls on this device
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import test_ops  # noqa: E402
-from call_results import assert_same, clone_args  # noqa: E402
+from call_results import assert_same, clone_args, flat  # noqa: E402
 
 
 CALLS = test_ops._op_calls()
@@ -33,6 +33,11 @@ def test_captured_call_replays_like_eager(fn, kw):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         got = fn(**graph_args)
+    # the outputs the graph allocated are poisoned first, so that a replay that writes nothing fails
+    inputs = {t.untyped_storage().data_ptr() for t in flat(graph_args) if isinstance(t, torch.Tensor)}
+    for t in flat(got):
+        if isinstance(t, torch.Tensor) and t.numel() and t.untyped_storage().data_ptr() not in inputs:
+            torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage()).fill_(0xA5)
     graph.replay()
     torch.cuda.synchronize()
     assert_same(got, want)
