@@ -294,8 +294,10 @@ static void run_group(EmuWorker *w, uint64_t first, int count)
         b->at_barrier = 0;
         b->epoch = ++w->epoch_counter;
         b->smem = w->smem ? w->smem + (size_t)bi * smem : NULL;
-        if (b->smem)
-            memset(b->smem, 0, smem);
+        if (b->smem) /* 0xFF bytes: NaN in every float format, -1 in every integer one. A GPU's
+                      * shared memory holds what the SM's last block left there, so a kernel that
+                      * uses a value it never wrote must not pass here by reading zeros */
+            memset(b->smem, 0xFF, smem);
         b->shadow = w->shadow ? w->shadow + (size_t)bi * smem : NULL;
         b->fibers = w->fibers + (size_t)bi * (size_t)n;
         b->warps = w->warps + (size_t)bi * (size_t)(n / 32 + 1);
