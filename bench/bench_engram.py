@@ -22,7 +22,7 @@ import torch  # noqa: E402
 import tilec  # noqa: E402
 from tilec.testing import count_bytes  # noqa: E402
 from tilec.torch import engram as R  # noqa: E402
-from bench_gpu import copy_ceiling, rotated, time_fn, write_results  # noqa: E402
+from bench_gpu import compiled, copy_ceiling, print_row, rotated, timed_row, write_results  # noqa: E402
 
 HC, D = 4, 7168
 EPS, CLAMP = 1e-20, 1e-6
@@ -46,21 +46,6 @@ def gate_bwd_ref(go, x, k, v, wf, dot, gate, rstd_x, rstd_k, clamp_value):
     return grad_x, grad_k, grad_v, (G * xf * kf).sum(0)
 
 
-def warm_gpu():
-    """About 20 ms of spinning before a function is timed: the torch.compile baselines leave the
-    GPU idle while they compile, and the clocks drop meanwhile (bench_moe.py)."""
-    torch.cuda._sleep(40_000_000)
-    torch.cuda.synchronize()
-
-
-def compiled(fn):
-    try:
-        return torch.compile(fn, dynamic=True)
-    except Exception as e:  # no inductor on this install: reported as missing
-        print(f"torch.compile unavailable: {e}", file=sys.stderr)
-        return None
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=os.path.join(os.environ["OUT"], "bench_engram.json") if os.environ.get("OUT") else None)
@@ -73,28 +58,11 @@ def main():
 
     def bench(name, T, make, ours, refn, comp, nbytes):
         """One row; T is the token count (None for the kernels whose size is not in tokens)."""
-        inputs = rotated(make, nbytes)
-        warm_gpu()
-        t_ours = time_fn(ours, inputs)
-        t_ref = t_comp = None
-        try:
-            t_ref = time_fn(refn, inputs, iters=10, warmup=2)
-        except Exception as e:
-            print(f"{name} T={T}: reference failed: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
-        if comp is not None and not args.no_compile:
-            try:
-                t_comp = time_fn(comp, inputs, iters=20, warmup=3)
-            except Exception as e:  # a baseline that does not compile is reported, not fatal
-                print(f"{name} T={T}: torch.compile failed: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
-        gbs = nbytes / t_ours / 1e6
-        row = {"family": "engram", "function": name, "tokens": T, "bytes": nbytes, "us": t_ours * 1e3, "GB/s": gbs,
-               "ceiling_frac": gbs / ceiling if name in BOUND else None,
-               "ref_us": t_ref * 1e3 if t_ref else None, "compile_us": t_comp * 1e3 if t_comp else None}
+        row = timed_row(name, T, rotated(make, nbytes), ours, refn, None if args.no_compile else comp, nbytes,
+                        ceiling, name in BOUND)
+        row["family"] = "engram"
         rows.append(row)
-        frac = f"{100 * gbs / ceiling:5.1f}%" if name in BOUND else "      "
-        print(f"{name:26s} {T or '':>6} {t_ours * 1e3:9.1f} us {gbs:8.0f} GB/s {frac}"
-              f"   ref {row['ref_us'] or float('nan'):9.1f} us   compile {row['compile_us'] or float('nan'):9.1f} us",
-              flush=True)
+        print_row(row, f"{name:26s} {T or '':>6}")
 
     print(f"{'function':26s} {'T':>6s} {'time':>12s} {'bandwidth':>13s} {'ceil':>6s}")
     E = tilec.engram

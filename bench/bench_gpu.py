@@ -72,6 +72,55 @@ def time_fn(fn, inputs, iters=50, warmup=5):
     return statistics.median(x.elapsed_time(y) for x, y in ts)
 
 
+def warm_gpu():
+    """About 20 ms of spinning before a function is timed. The torch.compile baselines keep the
+    GPU idle for seconds while they compile; the clocks then drop, and the first few ms of the
+    next timing (50 calls of a few us each fit in them) ran slow: 128-token normalize_weight and
+    group_count measured 15 us right after a compile, 4-6 us elsewhere."""
+    torch.cuda._sleep(40_000_000)
+    torch.cuda.synchronize()
+
+
+def compiled(fn):
+    """torch.compile of a reference (dynamic shapes), or None where inductor is missing."""
+    try:
+        return torch.compile(fn, dynamic=True)
+    except Exception as e:  # no inductor on this install: reported as missing
+        print(f"torch.compile unavailable: {e}", file=sys.stderr)
+        return None
+
+
+def timed_row(name, T, inputs, ours, refn, comp, nbytes, ceiling, bound, ref_iters=10):
+    """One benchmark row: ours, the eager reference and torch.compile of it (comp None: not
+    timed) on the same rotated inputs, after warm_gpu; a baseline that fails is reported on
+    stderr and left None. GB/s from nbytes; the fraction of the copy ceiling where `bound`."""
+    warm_gpu()
+    t_ours = time_fn(ours, inputs)
+    t_ref = t_comp = None
+    try:
+        t_ref = time_fn(refn, inputs, iters=ref_iters, warmup=2)
+    except Exception as e:
+        print(f"{name} T={T}: reference failed: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
+    if comp is not None:
+        try:
+            t_comp = time_fn(comp, inputs, iters=20, warmup=3)
+        except Exception as e:  # a baseline that does not compile is reported, not fatal
+            print(f"{name} T={T}: torch.compile failed: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
+    gbs = nbytes / t_ours / 1e6
+    return {"function": name, "tokens": T, "bytes": nbytes, "us": t_ours * 1e3, "GB/s": gbs,
+            "ceiling_frac": gbs / ceiling if bound else None,
+            "ref_us": t_ref * 1e3 if t_ref else None, "compile_us": t_comp * 1e3 if t_comp else None}
+
+
+def print_row(row, label):
+    """A row as the family benchmarks print it: `label` (name and sizes), time, GB/s, the fraction
+    of the ceiling, the reference's and torch.compile's times."""
+    frac = f"{100 * row['ceiling_frac']:5.1f}%" if row["ceiling_frac"] is not None else "      "
+    print(f"{label} {row['us']:9.1f} us {row['GB/s']:8.0f} GB/s {frac}"
+          f"   ref {row['ref_us'] or float('nan'):9.1f} us   compile {row['compile_us'] or float('nan'):9.1f} us",
+          flush=True)
+
+
 def write_results(path, ceiling, rows):
     """The run as JSON (bench/tables.py and bench/plot_performance.py read it)."""
     with open(path, "w") as f:

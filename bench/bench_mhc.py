@@ -27,8 +27,7 @@ from tilec.modeling.mhc import ops as O  # noqa: E402
 from tilec.modeling.mhc.ops.multilayer_recompute import mhc_multilayer_recompute  # noqa: E402
 from tilec.testing import count_bytes  # noqa: E402
 from tilec.torch import mhc as R  # noqa: E402
-from bench_engram import compiled, warm_gpu  # noqa: E402
-from bench_gpu import copy_ceiling, rotated, time_fn, write_results  # noqa: E402
+from bench_gpu import compiled, copy_ceiling, print_row, rotated, timed_row, write_results  # noqa: E402
 
 M = 4
 BOUND = {"expand_to_mhc", "expand_to_mhc bwd", "mhc_pre_apply_mix", "mhc_pre_apply_mix bwd", "mhc_post_fwd",
@@ -72,28 +71,11 @@ def main():
     def bench(name, T, H, make, ours, refn, comp, nbytes):
         if only and not any(w in name for w in only):
             return
-        inputs = rotated(make, nbytes)
-        warm_gpu()
-        t_ours = time_fn(ours, inputs)
-        t_ref = t_comp = None
-        try:
-            t_ref = time_fn(refn, inputs, iters=10, warmup=2)
-        except Exception as e:
-            print(f"{name} T={T}: reference failed: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
-        if comp is not None and not args.no_compile:
-            try:
-                t_comp = time_fn(comp, inputs, iters=20, warmup=3)
-            except Exception as e:
-                print(f"{name} T={T}: torch.compile failed: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
-        gbs = nbytes / t_ours / 1e6
-        row = {"family": "mhc", "function": name, "tokens": T, "hidden": H, "bytes": nbytes, "us": t_ours * 1e3,
-               "GB/s": gbs, "ceiling_frac": gbs / ceiling if name in BOUND else None,
-               "ref_us": t_ref * 1e3 if t_ref else None, "compile_us": t_comp * 1e3 if t_comp else None}
+        row = timed_row(name, T, rotated(make, nbytes), ours, refn, None if args.no_compile else comp, nbytes,
+                        ceiling, name in BOUND)
+        row.update(family="mhc", hidden=H)
         rows.append(row)
-        frac = f"{100 * gbs / ceiling:5.1f}%" if name in BOUND else "      "
-        print(f"{name:24s} {T:>6} {H or '':>6} {t_ours * 1e3:9.1f} us {gbs:8.0f} GB/s {frac}"
-              f"   ref {row['ref_us'] or float('nan'):9.1f} us   compile {row['compile_us'] or float('nan'):9.1f} us",
-              flush=True)
+        print_row(row, f"{name:24s} {T:>6} {H or '':>6}")
 
     print(f"{'function':24s} {'T':>6s} {'H':>6s} {'time':>12s} {'bandwidth':>13s} {'ceil':>6s}")
     bf = lambda *s: torch.randn(s, device="cuda").bfloat16()  # noqa: E731

@@ -22,7 +22,7 @@ import torch  # noqa: E402
 import tilec  # noqa: E402
 from tilec.testing import count_bytes  # noqa: E402
 import tilec.torch as ref  # noqa: E402
-from bench_gpu import copy_ceiling, rotated, time_fn, write_results  # noqa: E402
+from bench_gpu import compiled, copy_ceiling, print_row, rotated, timed_row, write_results  # noqa: E402
 
 E_TOTAL, EP, K, H = 256, 8, 8, 7168      # DeepSeek-V3-like routing; 32 local experts per EP rank
 BOUND = {"expand_to_fused", "expand_to_fused_with_sf", "reduce_fused"}
@@ -41,23 +41,6 @@ def routed_rows(ttp):
     return int((ttp >= 0).any(dim=1).sum())
 
 
-def warm_gpu():
-    """About 20 ms of spinning before a function is timed. The torch.compile baselines keep the
-    GPU idle for seconds while they compile; the clocks then drop, and the first few ms of the
-    next timing (50 calls of a few us each fit in them) ran slow: 128-token normalize_weight and
-    group_count measured 15 us right after a compile, 4-6 us elsewhere."""
-    torch.cuda._sleep(40_000_000)
-    torch.cuda.synchronize()
-
-
-def compiled(fn):
-    try:
-        return torch.compile(fn, dynamic=True)
-    except Exception as e:  # no inductor on this install: reported as missing
-        print(f"torch.compile unavailable: {e}", file=sys.stderr)
-        return None
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=os.path.join(os.environ["OUT"], "bench_moe.json") if os.environ.get("OUT") else None)
@@ -73,28 +56,10 @@ def main():
         res = ours(*sample)
         nbytes = (in_bytes(sample) if in_bytes else count_bytes(*sample)) + \
             (out_bytes(sample, res) if out_bytes else count_bytes(res))
-        inputs = rotated(make, count_bytes(*sample))
-        warm_gpu()
-        t_ours = time_fn(ours, inputs)
-        t_ref = t_comp = None
-        try:
-            t_ref = time_fn(refn, inputs, iters=20, warmup=2)
-        except Exception as e:
-            print(f"{name} T={T}: reference failed: {e}", file=sys.stderr)
-        if comp is not None and not args.no_compile:
-            try:
-                t_comp = time_fn(comp, inputs, iters=20, warmup=3)
-            except Exception as e:  # a baseline that does not compile is reported, not fatal
-                print(f"{name} T={T}: torch.compile failed: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
-        gbs = nbytes / t_ours / 1e6
-        row = {"function": name, "tokens": T, "bytes": nbytes, "us": t_ours * 1e3, "GB/s": gbs,
-               "ceiling_frac": gbs / ceiling if name in BOUND else None,
-               "ref_us": t_ref * 1e3 if t_ref else None, "compile_us": t_comp * 1e3 if t_comp else None}
+        row = timed_row(name, T, rotated(make, count_bytes(*sample)), ours, refn, None if args.no_compile else comp,
+                        nbytes, ceiling, name in BOUND, ref_iters=20)
         rows.append(row)
-        frac = f"{100 * gbs / ceiling:5.1f}%" if name in BOUND else "      "
-        print(f"{name:30s} {T:6d} {t_ours * 1e3:9.1f} us {gbs:8.0f} GB/s {frac}"
-              f"   ref {row['ref_us'] or float('nan'):9.1f} us   compile {row['compile_us'] or float('nan'):9.1f} us",
-              flush=True)
+        print_row(row, f"{name:30s} {T:6d}")
 
     print(f"{'function':30s} {'T':>6s} {'time':>12s} {'bandwidth':>13s} {'ceil':>6s}")
     m = tilec.moe

@@ -3,7 +3,7 @@
  * Usage: compile_speed KERNELS.TL [ARCH] [REPEATS] [--ptx-only] [--each] [--every N] [--only NAME]
  * (--ptx-only skips ptxas: the sanitizer build uses it to check that compiling the whole library
  * leaks nothing; --each prints each specialisation's times; --every N compiles every Nth
- * specialisation; --only NAME those of kernels whose name contains NAME) */
+ * specialisation; --only NAME those of kernels whose name contains NAME, --only =NAME those of the kernel NAME) */
 #include "compile.h"
 #include "cuda_tools.h"
 #include "driver.h"
@@ -75,7 +75,7 @@ int main(int argc, char **argv)
         Item *k;
         int n = sema_expand_specialize(&c, it, &k, tmp, TL_MAX_SPECIALIZATIONS);
         for (int s = 0; s < n && nspec < 8192; s++) {
-            if (only && !strstr(k->name.s, only))
+            if (only && (only[0] == '=' ? strcmp(k->name.s, only + 1) != 0 : !strstr(k->name.s, only)))
                 continue;
             snprintf(specs[nspec].name, sizeof specs[nspec].name, "%s", k->name.s);
             specs[nspec++].args = tmp[s];

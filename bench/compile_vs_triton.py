@@ -2,12 +2,12 @@
 
 The kernel is the per-token FP8 cast (a row block's amax, its scale, optionally rounded to a
 power of two, and the e4m3 values): tilec's declared `per_token_cast` specialisations through
-`bench/compile_speed` (source -> PTX and source -> cubin, in one process, empty caches), and the
-same computation written in Triton, compiled for sm_90a without a GPU (`triton.compile` on an
-`ASTSource`, a fresh cache directory per compile) over block sizes 32..512 with and without the
-rounding. Triton's time to PTX is its time to cubin less the time ptxas takes on its PTX (timed
-apart with the ptxas Triton ships). The two alternate for ROUNDS rounds so that a change of the machine's load
-falls on both; medians over all rounds.
+`bench/compile_speed --only =per_token_cast` (source -> PTX and source -> cubin, in one process,
+empty caches), and the same computation written in Triton, compiled for sm_90a without a GPU
+(`triton.compile` on an `ASTSource`, a fresh cache directory per compile) over block sizes
+32..512 with and without the rounding. Triton's time to PTX is its time to cubin less the time
+ptxas takes on its PTX (timed apart with the ptxas Triton ships). The two alternate for ROUNDS
+rounds so that a change of the machine's load falls on both; medians over all rounds.
 
 Usage (Triton in its own environment, as it is not a dependency of tilec):
     python3 -m venv /tmp/tv && /tmp/tv/bin/pip install triton
@@ -28,7 +28,7 @@ _root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 def tilec_round(binary, arch):
     """(ms to PTX, ms to cubin) of each specialisation in one compile_speed run."""
-    out = subprocess.run([binary, os.path.join(_root, "kernels.tl"), arch, "1", "--only", "per_token_cast", "--each"],
+    out = subprocess.run([binary, os.path.join(_root, "kernels.tl"), arch, "1", "--only", "=per_token_cast", "--each"],
                          check=True, capture_output=True, text=True).stdout
     rows = re.findall(r"^per_token_cast\s+([\d.]+)\s+([\d.]+)$", out, re.M)
     return [float(a) for a, _ in rows], [float(b) for _, b in rows]

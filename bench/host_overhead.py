@@ -7,7 +7,7 @@ tensors in the same run.
 Two ways to run it:
 
 * On a CUDA machine (torch with CUDA, a GPU): CUDA tensors, the real driver. Each repetition is
-  ``--calls`` asynchronous calls after a synchronisation (fewer than the driver's launch queue
+  ``--batch`` asynchronous calls after a synchronisation (fewer than the driver's launch queue
   holds, so that a launch never waits for the GPU); the figure is the wall time per call, the
   median of ``--reps`` repetitions. torch.add(x, x) on the function's first tensor is the
   baseline (a launch through torch's dispatcher and caching allocator).
@@ -27,7 +27,7 @@ Two ways to run it:
   row; float8 tensors are added as uint8) and torch.add of one-element tensors (torch's dispatch
   and output allocation with almost no arithmetic: its host floor per operation).
 
-Usage: python bench/host_overhead.py [--fake [LIB]] [--tokens 1,128] [--reps 7] [--calls 300]
+Usage: python bench/host_overhead.py [--fake [LIB]] [--tokens 1,128] [--reps 7] [--batch 300]
            [--only NAME,...] [--json FILE] [--profile NAME]
 Over the stand-in driver the clock is the thread's CPU time (time.thread_time: nothing waits for a
 device, and a shared machine's other processes are not counted); on CUDA the wall time.
@@ -215,7 +215,7 @@ def main():
                     help="the stand-in driver (default build/tests/runtime/libfake_cuda.so)")
     ap.add_argument("--tokens", default="1,128")
     ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--batch", type=int, default=300, help="calls timed together per repetition")
     ap.add_argument("--only", default="", help="comma-separated substrings of the functions to time")
     ap.add_argument("--json")
     ap.add_argument("--no-plans", action="store_true", help="every call in full in both columns")
@@ -234,8 +234,8 @@ def main():
         CLOCK = time.thread_time
     else:
         dev, sync = "cuda", torch.cuda.synchronize
+    from tilec import _plan
     if args.no_plans:
-        from tilec import _plan
         _plan._MAX_PLANS = 0
     only = [s for s in args.only.split(",") if s]
     rows = []
@@ -257,18 +257,17 @@ def main():
                 pr.disable()
                 pstats.Stats(pr).sort_stats("tottime").print_stats(25)
                 return
-            from tilec import _plan
             saved = _plan._MAX_PLANS
             _plan._MAX_PLANS = 0   # every call in full: the figure without argument plans, same run
             _plan.clear()
-            t_full = per_call_us(call, args.calls, args.reps, sync)
+            t_full = per_call_us(call, args.batch, args.reps, sync)
             _plan._MAX_PLANS = saved
-            t = per_call_us(call, args.calls, args.reps, sync)
+            t = per_call_us(call, args.batch, args.reps, sync)
             x = first_tensor(a)
             if x.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):   # no add for float8 on the CPU
                 x = x.view(torch.uint8)
-            t_add = per_call_us(lambda x=x: torch.add(x, x), args.calls, args.reps, sync)
-            t_one = per_call_us(lambda o=one: torch.add(o, o), args.calls, args.reps, sync)
+            t_add = per_call_us(lambda x=x: torch.add(x, x), args.batch, args.reps, sync)
+            t_one = per_call_us(lambda o=one: torch.add(o, o), args.batch, args.reps, sync)
             row = {"function": name, "tokens": T, "us": t, "full_us": t_full, "add_us": t_add, "add_shape": list(x.shape),
                    "add_dtype": str(x.dtype).replace("torch.", ""), "add_one_us": t_one}
             rows.append(row)

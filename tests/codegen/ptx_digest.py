@@ -48,7 +48,9 @@ def manifest_entries(tilec, source, jobs):
     return entries
 
 
-def digest(tilec, lib_path, source, jobs):
+def compile_ptx(lib_path, source, entries, who):
+    """The PTX (bytes) of each (kernel, generics, arch, ...) of entries, compiled through
+    libtilec's C API in one program; `who` names the caller in the error of one that fails."""
     lib = ctypes.CDLL(lib_path)
     lib.tilec_program_from_file.restype = ctypes.c_int
     lib.tilec_compile.restype = ctypes.c_int
@@ -58,21 +60,28 @@ def digest(tilec, lib_path, source, jobs):
     lib.tilec_artifact_destroy.argtypes = [ctypes.POINTER(Artifact)]
     prog = ctypes.c_void_p()
     if lib.tilec_program_from_file(source.encode(), None, ctypes.byref(prog)) != 0:
-        sys.exit(f"ptx_digest: {source} does not compile")
-    lines = []
-    for kernel, gens, arch, regs in manifest_entries(tilec, source, jobs):
+        sys.exit(f"{who}: {source} does not compile")
+    ptxs = []
+    for kernel, gens, arch, *_ in entries:
         arr = (ctypes.c_char_p * len(gens))(*[g.encode() for g in gens])
         tgt = Target(100 if arch == "sm_100a" else 90, 3, 0)
         art = ctypes.POINTER(Artifact)()
         if lib.tilec_compile(prog, kernel.encode(), arr, len(gens), ctypes.byref(tgt), ctypes.byref(art)) != 0:
-            sys.exit(f"ptx_digest: {kernel}<{','.join(gens)}> for {arch} does not compile")
-        ptx = ctypes.string_at(art.contents.ptx, art.contents.ptx_size)
+            sys.exit(f"{who}: {kernel}<{','.join(gens)}> for {arch} does not compile")
+        ptxs.append(ctypes.string_at(art.contents.ptx, art.contents.ptx_size))
         lib.tilec_artifact_destroy(art)
+    lib.tilec_program_destroy(prog)
+    return ptxs
+
+
+def digest(tilec, lib_path, source, jobs):
+    entries = manifest_entries(tilec, source, jobs)
+    lines = []
+    for (kernel, gens, arch, regs), ptx in zip(entries, compile_ptx(lib_path, source, entries, "ptx_digest")):
         instrs = sum(1 for ln in ptx.split(b"\n") if ln.startswith(b"\t") and not ln.startswith((b"\t.", b"\t//"))
                      and ln.strip() not in (b"{", b"}"))
         lines.append(f"{kernel}<{','.join(gens)}> {arch} {hashlib.sha256(ptx).hexdigest()[:16]} "
                      f"instructions={instrs} registers={regs}")
-    lib.tilec_program_destroy(prog)
     return sorted(lines)
 
 

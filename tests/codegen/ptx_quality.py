@@ -15,7 +15,6 @@ spills or a stack frame appear.
 kernel family is in the sample), --record --all every sm_90a one. The PTX is compiled through
 libtilec, ptxas is the CUDA toolkit's."""
 import argparse
-import ctypes
 import os
 import re
 import shutil
@@ -29,7 +28,7 @@ RECORD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ptx_quality.t
 TOLERANCE = 0.01
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ptx_digest import Artifact, Target, manifest_entries  # noqa: E402
+from ptx_digest import compile_ptx, manifest_entries  # noqa: E402
 
 
 def find_ptxas():
@@ -72,26 +71,7 @@ def all_sm90(tilec, source, jobs):
 
 
 def measure(lib_path, source, ptxas, entries, jobs):
-    lib = ctypes.CDLL(lib_path)
-    lib.tilec_program_from_file.restype = ctypes.c_int
-    lib.tilec_compile.restype = ctypes.c_int
-    lib.tilec_compile.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int,
-                                  ctypes.POINTER(Target), ctypes.POINTER(ctypes.POINTER(Artifact))]
-    lib.tilec_program_destroy.argtypes = [ctypes.c_void_p]
-    lib.tilec_artifact_destroy.argtypes = [ctypes.POINTER(Artifact)]
-    prog = ctypes.c_void_p()
-    if lib.tilec_program_from_file(source.encode(), None, ctypes.byref(prog)) != 0:
-        sys.exit(f"ptx_quality: {source} does not compile")
-    ptxs = []
-    for kernel, gens, arch, _ in entries:
-        arr = (ctypes.c_char_p * len(gens))(*[g.encode() for g in gens])
-        tgt = Target(100 if arch == "sm_100a" else 90, 3, 0)
-        art = ctypes.POINTER(Artifact)()
-        if lib.tilec_compile(prog, kernel.encode(), arr, len(gens), ctypes.byref(tgt), ctypes.byref(art)) != 0:
-            sys.exit(f"ptx_quality: {kernel}<{','.join(gens)}> for {arch} does not compile")
-        ptxs.append(ctypes.string_at(art.contents.ptx, art.contents.ptx_size).decode())
-        lib.tilec_artifact_destroy(art)
-    lib.tilec_program_destroy(prog)
+    ptxs = [p.decode() for p in compile_ptx(lib_path, source, entries, "ptx_quality")]
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(jobs) as pool:
         stats = list(pool.map(lambda i: ptxas_stats(ptxas, ptxs[i], entries[i][2], tmp, f"s{i}"), range(len(entries))))
     lines = []

@@ -24,7 +24,31 @@ def _seed(request):
     yield
 
 
+_real_empty, _real_like, _real_new = torch.empty, torch.empty_like, torch.Tensor.new_empty
+
+
 def poison(t):
-    """Fill an output with a pattern no kernel writes by accident, so unwritten elements show."""
-    t.view(torch.uint8).fill_(0xA5)
+    """Fill every byte of t's storage (whatever its strides) with 0xA5, a pattern no kernel
+    writes by accident, so that elements a kernel leaves unwritten show."""
+    if t.numel():
+        _real_empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage()).fill_(0xA5)
     return t
+
+
+@pytest.fixture
+def poisoned_outputs(monkeypatch):
+    """Every torch.empty / empty_like / Tensor.new_empty on the GPU comes back poisoned (the
+    wrappers allocate their outputs with them)."""
+    def on_gpu(t):
+        return poison(t) if t.is_cuda else t
+    monkeypatch.setattr(torch, "empty", lambda *a, **kw: on_gpu(_real_empty(*a, **kw)))
+    monkeypatch.setattr(torch, "empty_like", lambda *a, **kw: on_gpu(_real_like(*a, **kw)))
+    monkeypatch.setattr(torch.Tensor, "new_empty", lambda self, *a, **kw: on_gpu(_real_new(self, *a, **kw)))
+
+
+@pytest.fixture
+def restore_num_sms():
+    """The device's SM count again after a test that sets another (tilec.set_num_sms)."""
+    yield
+    import tilec
+    tilec.set_num_sms(tilec.get_device_num_sms())

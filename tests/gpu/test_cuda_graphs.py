@@ -14,6 +14,7 @@ os.environ["TILEC_OPS_DEVICE"] = "cuda"      # test_ops builds its calls on this
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import test_ops  # noqa: E402
 from call_results import assert_same, clone_args, flat  # noqa: E402
+from conftest import poison  # noqa: E402
 
 
 CALLS = test_ops._op_calls()
@@ -37,7 +38,7 @@ def test_captured_call_replays_like_eager(fn, kw):
     inputs = {t.untyped_storage().data_ptr() for t in flat(graph_args) if isinstance(t, torch.Tensor)}
     for t in flat(got):
         if isinstance(t, torch.Tensor) and t.numel() and t.untyped_storage().data_ptr() not in inputs:
-            torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage()).fill_(0xA5)
+            poison(t)
     graph.replay()
     torch.cuda.synchronize()
     assert_same(got, want)

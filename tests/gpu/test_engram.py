@@ -6,7 +6,7 @@ and no-save modes and equal to bf16(x + g * v) with its own gates; the backward 
 autograd through engram_gate_ref fed the reference's saved tensors; grad_w_reduce within 1e-10,
 for SM counts that are and are not multiples of 4. Outputs are poisoned first, so elements the
 kernels leave unwritten show. Tests named *small* are the compute-sanitizer subset of
-scripts/gpu_engram.sh."""
+scripts/gpu_family.sh engram."""
 import pytest
 import torch
 
@@ -23,26 +23,7 @@ HC = 4
 EPS, CLAMP = 1e-20, 1e-6
 
 
-@pytest.fixture(autouse=True)
-def _device_sms():
-    yield
-    tilec.set_num_sms(tilec.get_device_num_sms())
-
-
-@pytest.fixture(autouse=True)
-def _poison(monkeypatch):
-    """Every torch.empty / empty_like on the GPU comes back filled with 0xA5 bytes, so that
-    elements a kernel leaves unwritten show (the wrappers allocate their outputs with them)."""
-    real_empty, real_like = torch.empty, torch.empty_like
-
-    def poisoned(t):
-        if t.is_cuda and t.numel():
-            raw = real_empty(0, dtype=torch.uint8, device=t.device)
-            raw.set_(t.untyped_storage())       # the bytes, whatever the strides
-            raw.fill_(0xA5)
-        return t
-    monkeypatch.setattr(torch, "empty", lambda *a, **kw: poisoned(real_empty(*a, **kw)))
-    monkeypatch.setattr(torch, "empty_like", lambda *a, **kw: poisoned(real_like(*a, **kw)))
+pytestmark = pytest.mark.usefixtures("poisoned_outputs", "restore_num_sms")   # conftest.py
 
 
 def inputs(T, d, hc=HC):

@@ -8,7 +8,7 @@ mhc_pre_big_fuse and mhc_multilayer_recompute bit for bit against the single ops
 sizes; bit for bit where kernel and reference evaluate the same formula; token
 counts 0 and 1 and ragged ones; the residual-gradient protocol. Outputs are poisoned first, so
 elements the kernels leave unwritten show. Tests named *small* are the compute-sanitizer subset
-of scripts/gpu_mhc.sh."""
+of scripts/gpu_family.sh mhc."""
 import pytest
 import torch
 
@@ -19,26 +19,7 @@ from tilec.testing.generator import generate_num_sms
 from tilec.torch import mhc as R
 
 
-@pytest.fixture(autouse=True)
-def _device_sms():
-    yield
-    tilec.set_num_sms(tilec.get_device_num_sms())
-
-
-@pytest.fixture(autouse=True)
-def _poison(monkeypatch):
-    """Every torch.empty / empty_like / new_empty on the GPU comes back filled with 0xA5 bytes."""
-    real_empty, real_like, real_new = torch.empty, torch.empty_like, torch.Tensor.new_empty
-
-    def poisoned(t):
-        if t.is_cuda and t.numel():
-            raw = real_empty(0, dtype=torch.uint8, device=t.device)
-            raw.set_(t.untyped_storage())
-            raw.fill_(0xA5)
-        return t
-    monkeypatch.setattr(torch, "empty", lambda *a, **kw: poisoned(real_empty(*a, **kw)))
-    monkeypatch.setattr(torch, "empty_like", lambda *a, **kw: poisoned(real_like(*a, **kw)))
-    monkeypatch.setattr(torch.Tensor, "new_empty", lambda self, *a, **kw: poisoned(real_new(self, *a, **kw)))
+pytestmark = pytest.mark.usefixtures("poisoned_outputs", "restore_num_sms")   # conftest.py
 
 
 def cuda(*shape, dtype=torch.float32):

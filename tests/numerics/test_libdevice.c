@@ -93,7 +93,7 @@ static void lower_nvvm(LLVMModuleRef m, LLVMValueRef f)
             else if (!strncmp(name, "llvm.nvvm.fabs.", 15))
                 repl = LLVMBuildCall2(b, abs_ty, fabs_, a, 1, "");
             else if (!strncmp(name, "llvm.nvvm.", 10)) {
-                fprintf(stderr, "test_libdevice: libdevice calls %s, an intrinsic with no host replacement here\n", name);
+                fprintf(stderr, "test_libdevice: the program uses libdevice function %s, which has no host replacement\n", name);
                 exit(1);
             }
             if (repl) {

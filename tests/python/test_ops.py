@@ -18,7 +18,6 @@ sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(os.path.dir
                                                                      "python")))
 sys.path.insert(0, os.path.dirname(__file__))
 
-import tilec  # noqa: E402
 from tilec import _ops, moe, quant as Q  # noqa: E402
 from tilec.modeling import mhc as MHC  # noqa: E402
 from tilec.modeling.mhc import ops as MO  # noqa: E402

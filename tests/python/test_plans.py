@@ -6,7 +6,6 @@ import os
 import sys
 
 import pytest
-import torch
 
 sys.path.insert(0, os.environ.get("TILEC_BUILD_PYTHON", os.path.join(os.path.dirname(__file__), "..", "..", "build",
                                                                      "python")))
