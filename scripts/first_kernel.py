@@ -1,6 +1,6 @@
 """Runs a first tilec kernel and says where it ran: tilec.quant.per_token_cast of a bf16 tensor, on
 the GPU when torch sees one, else on the CPU emulator, checked byte for byte against the PyTorch
-reference. scripts/setup.sh runs it last; it needs the package on sys.path (PYTHONPATH=dist/python).
+reference. scripts/setup.sh runs it last, after putting dist/python on the path of the python3 on PATH.
 """
 import time
 

@@ -5,7 +5,8 @@
 #   2. builds ./build (release) and installs it into ./dist;
 #   3. builds the kernel library ahead of time into dist/share/tilec/kernels.fatbin (needs the
 #      CUDA 13 toolkit's ptxas, nvlink and fatbinary; skipped, with a warning, without them);
-#   4. runs a first kernel: on the GPU where there is one, else on the CPU emulator.
+#   4. makes the python3 on PATH import tilec from ./dist/python (a .pth file in its site-packages);
+#   5. runs a first kernel: on the GPU where there is one, else on the CPU emulator.
 # Usage: scripts/setup.sh [--deps-only]   (--deps-only: step 1 alone)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,4 +24,17 @@ cmake --install build --prefix dist --strip >/dev/null
 echo "setup: built ./build, installed ./dist (the tilec CLI: dist/bin/tilec; the Python package: dist/python)"
 [ -e dist/share/tilec/kernels.fatbin ] && echo "setup: the kernel library ahead of time: dist/share/tilec/kernels.fatbin"
 
-PYTHONPATH=dist/python python3 scripts/first_kernel.py
+# `python3 -c "import tilec"` from anywhere: a .pth file in the site-packages of the python3 on PATH
+# (the .venv where step 1 made one) puts dist/python on its path; a wheel installed later
+# (`pip install .`) comes first on the path
+site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+if printf '%s\n' "$root/dist/python" 2>/dev/null >"$site/tilec-dist.pth"; then
+  echo "setup: $(command -v python3) imports tilec from ./dist/python (through $site/tilec-dist.pth)"
+  case "$(command -v python3)" in
+    "$root"/.venv/*) echo "setup: that python3 is the venv ./.venv: '. .venv/bin/activate' puts it first on PATH" ;;
+  esac
+else
+  echo "setup: $site is not writable: set PYTHONPATH=$root/dist/python to import tilec"
+fi
+
+python3 scripts/first_kernel.py

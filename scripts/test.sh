@@ -85,6 +85,14 @@ run_wheel() {
   venv=$tmp/venv
   # --system-site-packages: torch from this machine, not downloaded again
   python3 -m venv --system-site-packages "$venv"
+  # where python3 is itself a venv's (the .venv of scripts/deps.sh), the new venv sees only the base
+  # Python's packages: a .pth file adds this venv's site-packages (torch) after its own
+  local parent_site
+  parent_site=$(python3 -c 'import sys, sysconfig; print(sysconfig.get_paths()["purelib"] if sys.prefix != sys.base_prefix else "")')
+  if [ -n "$parent_site" ]; then
+    "$venv/bin/python" -c 'import os, sys, sysconfig
+open(os.path.join(sysconfig.get_paths()["purelib"], "tilec-parent-venv.pth"), "w").write(sys.argv[1] + "\n")' "$parent_site"
+  fi
   # the caller's TILEC_* variables (TILEC_CUDA_HOME, ...) and PYTHONPATH stay out of the build
   local unset_env=(-u PYTHONPATH)
   for v in $(compgen -e | grep '^TILEC_' || true); do unset_env+=(-u "$v"); done

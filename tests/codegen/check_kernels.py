@@ -6,7 +6,8 @@
   vectors      -- the PTX of each of the first kernels (FIVE) uses 16-byte global accesses where the
                   data allows (and the instructions the kernel must contain)
   determinism  -- two compiles of the same specialisation give byte-identical PTX
-Usage: check_kernels.py TILEC KERNELS.TL WORKDIR {build|vectors|determinism}"""
+Usage: check_kernels.py TILEC KERNELS.TL WORKDIR {build|vectors|determinism}
+`build` exits 77 (CTest: skipped) where the CUDA toolkit's ptxas, nvlink or fatbinary is missing."""
 import os
 import re
 import subprocess
@@ -51,7 +52,23 @@ FIVE = [
                                r"div\.rn\.f32", r"fma\.rm\.f32"]),
 ]
 
+def cuda_tool(name):
+    """The CUDA tool NAME where tilec looks for it (TILEC_CUDA_HOME alone when set, else CUDA_HOME
+    and /usr/local/cuda), or None."""
+    only = os.environ.get("TILEC_CUDA_HOME")
+    homes = [only] if only else [os.environ.get("CUDA_HOME"), "/usr/local/cuda"]
+    for home in homes:
+        path = os.path.join(home, "bin", name) if home else None
+        if path and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 if what == "build":
+    missing = [t for t in ("ptxas", "nvlink", "fatbinary") if not cuda_tool(t)]
+    if missing:
+        print(f"codegen.build: skipped, no {', '.join(missing)} (the CUDA 13 toolkit)")
+        sys.exit(77)
     out = os.path.join(work, "kernels.fatbin")
     r = subprocess.run([tilec, "build", kernels, "--arch=sm_90a,sm_100a", "-j", "2", "-o", out],
                        capture_output=True, text=True)

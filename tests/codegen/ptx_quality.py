@@ -17,7 +17,6 @@ libtilec, ptxas is the CUDA toolkit's."""
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,10 +31,13 @@ from ptx_digest import compile_ptx, manifest_entries  # noqa: E402
 
 
 def find_ptxas():
-    for cand in (os.environ.get("TILEC_CUDA_HOME"), "/usr/local/cuda"):
-        if cand and os.path.exists(os.path.join(cand, "bin", "ptxas")):
+    """ptxas where tilec looks for it: TILEC_CUDA_HOME alone when set, else CUDA_HOME and
+    /usr/local/cuda."""
+    only = os.environ.get("TILEC_CUDA_HOME")
+    for cand in [only] if only else [os.environ.get("CUDA_HOME"), "/usr/local/cuda"]:
+        if cand and os.access(os.path.join(cand, "bin", "ptxas"), os.X_OK):
             return os.path.join(cand, "bin", "ptxas")
-    return shutil.which("ptxas")
+    return None
 
 
 def count_instructions(ptx):
@@ -94,7 +96,7 @@ def main():
     ptxas = find_ptxas()
     if not ptxas:
         print("ptx_quality: no ptxas; skipped")
-        return 0
+        return 77
     lib = os.path.join(os.path.dirname(os.path.abspath(a.tilec)), "libtilec.so")
     if a.record:
         if a.all:
