@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """mutual_calls.py — the pairs of source files that call into each other, from the object files of
 a build: file A references a symbol that file B defines, and B one that A defines. Such a pair is
-usually a definition in the room of its first user (STYLE.md); the sema trio (sema.c, sema_expr.c,
+usually a definition in the room of its first user (docs/architecture.md); the sema trio (sema.c, sema_expr.c,
 sema_stmt.c) is one recursive descent split in three and is allowed.
 
 usage: scripts/mutual_calls.py [BUILD_DIR] [--dirs compiler,runtime] [--check]

@@ -67,7 +67,8 @@ def per_channel_cast_fused(x, fmt: str, num_per_tokens: int, round_sf: bool = Fa
         return out, sf
     # the plain cast walks its tiles with one persistent block per SM, three tiles in flight
     # (H200, 16384 x 7168: 91.3 % of the copy ceiling; 75.1 % one tile per block, 59 % before the
-    # tile went through shared memory); the gathering forms stay one tile per block
+    # tile went through shared memory; 2026-11-30, `python3 bench/ab_generics.py`); the gathering
+    # forms stay one tile per block
     plain = pos_to_token is None and xs is None
     k = kernel("per_channel_cast", x, T=tname, H=H, ROUND=round_sf, STAGES=3 if plain else 0, WAVES=1,
                has_pos=pos_to_token is not None, has_xs=xs is not None)

@@ -102,7 +102,8 @@ def _launch(fn, tname, fmt, T, H, n, rnd, xt, xarg, out_arg, sf_arg, sfp_arg, ps
     if _runtime.faking():   # a fake implementation: outputs allocated, nothing to choose or launch
         return
     # FP4 output, groups: asking ptxas for 8 blocks of 128 threads per SM (blocks_per_sm) gave
-    # 73.8 % of the copy ceiling instead of 68.1 % (H200, 16384 x 7168, G = 32)
+    # 73.8 % of the copy ceiling instead of 68.1 % (H200, 16384 x 7168, G = 32; 2026-11-30,
+    # `python3 bench/ab_generics.py`)
     bps = 8 if fmt == "e2m1" and n != H else 0
     tile = _tile(H, n, "e2m1" in (fmt, tname))
     if fmt == "e2m1" and tname == "bf16" and rnd and psf is None and n != H and H % 512 == 0:
