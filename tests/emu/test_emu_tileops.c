@@ -1,8 +1,8 @@
 /* test_emu_tileops.c — tile operations beyond the shipped kernels on the emulator, with the
  * racecheck on: block-wide and 2-D cumsum (tests/codegen/tileops/cumsum.tl), pipelined
  * copy-and-sum loops (pipe_sum.tl), frag layouts with runs of rows per thread (row_run.tl), tiles
- * and tensor slices passed to fns (fn_tiles.tl) and persistent launches (persistent.tl), against
- * sequential references; the inputs are integers (or integer-valued floats) so that every
+ * (local arrays included) and tensor slices passed to fns (fn_tiles.tl) and persistent launches
+ * (persistent.tl), against sequential references; the inputs are integers (or integer-valued floats) so that every
  * summation order gives the same bits, except for Sinkhorn, whose reference fixes the order. */
 #include "emu_harness.h"
 #include "ref.h"
@@ -291,6 +291,40 @@ static void test_fn_views(void)
     eh_free(&k);
 }
 
+/* fn_tiles.tl: local_scan, a thread's local array updated in place by fns, whole (prefix sums)
+ * and through a slice (its second half scaled): each result is wrong unless the fns write the
+ * caller's array */
+static void test_fn_locals(void)
+{
+    EhKernel k;
+    if (!compile("fn_tiles.tl", "local_scan", NULL, &k))
+        return;
+    enum { M = 200 }; /* two blocks, the second partly idle */
+    static float x[M * 8], y[M * 8];
+    uint64_t seed = 13;
+    for (int i = 0; i < M * 8; i++) {
+        x[i] = (float)((int)(eh_rand(&seed) % 61) - 30);
+        y[i] = NAN;
+    }
+    const float s = -0.5f;
+    int64_t sx[2] = {M, 8};
+    EhArg a[3] = {eh_tensor(x, 2, sx, NULL), eh_tensor(y, 2, sx, NULL), eh_f32(s)};
+    char err[2048];
+    tl_emu_status st = eh_run(&k, a, 3, NULL, err, sizeof err);
+    EH_CHECK(st == TL_EMU_OK, "%s: %s", k.key, err);
+    int bad = 0;
+    for (int r = 0; r < M && st == TL_EMU_OK && bad < 4; r++) {
+        float acc = 0.0f;
+        for (int c = 0; c < 8; c++) {
+            acc = c == 0 ? x[r * 8] : acc + x[r * 8 + c];
+            float want = c < 4 ? acc : acc * s;
+            if (y[r * 8 + c] != want)
+                EH_CHECK(bad++ < 0, "%s: y[%d, %d] is %g, want %g", k.key, r, c, y[r * 8 + c], want);
+        }
+    }
+    eh_free(&k);
+}
+
 /* persistent.tl, for stages 0 (a block per tile) to 3 */
 static void test_persistent(int stages)
 {
@@ -383,6 +417,7 @@ int main(void)
     test_fn_sinkhorn(33, 1);
     test_fn_slices();
     test_fn_views();
+    test_fn_locals();
     for (int stages = 0; stages <= 3; stages++)
         test_persistent(stages);
     return eh_finish("emu_tileops");
