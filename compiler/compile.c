@@ -8,6 +8,7 @@
 #include "emu_lower.h"
 #include "signature.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,26 @@ static bool run_pass(Compilation *c, const CompileRequest *rq, TKernel *k, TirSt
         tir_print(rq->dump, k);
     }
     return c->diag.nerrors == errs;
+}
+
+/* The instructions of the module before optimisation: the tile-IR bound (TL_MAX_CODE_SIZE) counts
+ * a scalar operation once, but exp, division or a conversion becomes tens of LLVM instructions,
+ * and LLVM's optimisation time grows faster than linearly in the size of a function. */
+static bool llvm_size_ok(TKernel *k, LLVMModuleRef m, Loc loc)
+{
+    int64_t n = 0;
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
+            for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i))
+                n++;
+    if (getenv("TILEC_TIMING"))
+        fprintf(stderr, "tilec: %-12s %7lld\n", "llvm instrs", (long long)n);
+    if (n <= TL_MAX_LLVM_SIZE)
+        return true;
+    diag_error(k->diag, loc, "the code of this kernel is %lld LLVM instructions before optimisation, more than the limit "
+               "of %d (LLVM's time and memory grow faster than the code): unroll fewer iterations or split the "
+               "kernel", (long long)n, TL_MAX_LLVM_SIZE);
+    return false;
 }
 
 bool compile_specialization(Compilation *c, const CompileRequest *rq, CompileResult *out)
@@ -74,6 +95,10 @@ bool compile_specialization(Compilation *c, const CompileRequest *rq, CompileRes
     LLVMModuleRef m = cg_build_module(k, ctx);
     tool_phase("llvm ir", &t);
     bool ok = false;
+    if (m && !llvm_size_ok(k, m, rq->kernel->name.loc)) {
+        LLVMDisposeModule(m);
+        m = NULL;
+    }
     if (m) {
         if (rq->host) { /* host target: the same module, lowered for the CPU emulator */
             out->text = emu_emit_host(k, m, rq->opt_level, rq->stage != STAGE_LLVM, &out->size);

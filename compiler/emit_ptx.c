@@ -1,6 +1,7 @@
 /* emit_ptx.c — the LLVM side of the back end: NVPTX target machines for sm_90a / sm_100a, the
  * new pass manager's default<O3> pipeline, and PTX text. */
 #include "codegen.h"
+#include "cuda_tools.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Support.h>
@@ -10,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
 
@@ -84,25 +84,16 @@ static bool optimise(TKernel *k, LLVMModuleRef m, LLVMTargetMachineRef tm, int o
     return true;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 char *cg_emit_ptx(TKernel *k, LLVMModuleRef m, int opt_level, size_t *size)
 {
-    double t0 = now_ms();
+    double t = tool_ms_now();
     LLVMTargetMachineRef tm = make_tm(k, opt_level);
-    if (getenv("TILEC_TIMING"))
-        fprintf(stderr, "tilec:   target     %7.2f ms\n", now_ms() - t0);
+    tool_phase("  target", &t);
     if (!tm)
         return NULL;
     char *out = NULL;
     if (optimise(k, m, tm, opt_level)) {
-        if (getenv("TILEC_TIMING"))
-            fprintf(stderr, "tilec:   optimise   %7.2f ms\n", now_ms() - t0);
+        tool_phase("  optimise", &t);
         LLVMMemoryBufferRef buf = NULL;
         char *err = NULL;
         if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile, &err, &buf)) {

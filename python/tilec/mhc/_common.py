@@ -4,6 +4,7 @@ import torch
 from .. import _runtime
 from .._checks import check_bool, check_float, check_int, check_no_overlap  # noqa: F401
 from ..config import get_num_sms  # noqa: F401
+from ..utils import align, ceil_div
 
 MAX_MULT = 16    # streams a kernel unrolls over
 
@@ -74,7 +75,7 @@ def present(name, t):
 
 def chunk(H, cap):
     """The hidden-column chunk of a block: cap, or H rounded up to 64 when it is smaller."""
-    return cap if H >= cap else max(64, -(-H // 64) * 64)
+    return cap if H >= cap else max(64, align(H, 64))
 
 
 def partials(count, T, *a):
@@ -89,7 +90,7 @@ def partials(count, T, *a):
 def _hidden_splits(T, H, chunk, n):
     if T >= n or H <= chunk:
         return 1
-    return max(1, min(-(-H // chunk), -(-n // T)))
+    return max(1, min(ceil_div(H, chunk), ceil_div(n, T)))
 
 
 def hidden_splits(T, H, chunk):

@@ -4,6 +4,7 @@ same kernel with the same splits), the normalisation of the mixes, and the backw
 normalisation and two gemms; round_to_tf32 as in TileKernels."""
 import torch
 
+from ..utils import ceil_div
 from ._common import launch
 
 BK = 64       # K columns of a forward step
@@ -22,7 +23,7 @@ def round_to_tf32(x: torch.Tensor) -> torch.Tensor:
 
 def _splits(K: int, n_splits: int) -> int:
     """The K splits of the projection: n_splits, at most one a BK-column step."""
-    return max(1, min(n_splits, -(-K // BK)))
+    return max(1, min(n_splits, ceil_div(K, BK)))
 
 
 def _fwd_mul(x, fn_r, n_splits):

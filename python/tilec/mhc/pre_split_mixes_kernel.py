@@ -2,13 +2,14 @@
 backward persistent with per-block partial sums of the scale and base gradients."""
 import torch
 
+from ..utils import ceil_div
 from ._common import launch, partials
 
 WARPS = 4  # tokens a block of the backward takes at once (a warp each)
 
 
 def _rows(T: int, n: int) -> int:
-    return max(1, min(n, -(-T // WARPS)))
+    return max(1, min(n, ceil_div(T, WARPS)))
 
 
 def _partial_rows(T: int) -> int:
