@@ -37,6 +37,8 @@ typedef struct Build {
     int njobs;
     char *dir;             /* the private temporary directory */
     char *cubins[2];       /* per architecture: its objects linked by nvlink */
+    char *fatbin;          /* what fatbinary packed, in the temporary directory, for the output */
+    char *manifest;        /* the manifest's path: the output's, with .manifest added */
     /* the workers' queue */
     int next;
     int done;
@@ -77,7 +79,8 @@ static int find_tools(Build *B)
 static int plan_jobs(Build *B)
 {
     Compilation c;
-    if (!driver_load(&c, B->o, B->file, true)) {
+    if (!driver_load(&c, B->o, B->file, true) || driver_output_is_source(&c, B->o->output) ||
+        driver_output_is_source(&c, B->manifest)) {
         int rc = driver_flush(&c);
         comp_free(&c);
         return rc;
@@ -255,7 +258,7 @@ static int link_archs(Build *B)
             snprintf(name, sizeof name, "k%d.o", i);
             char *p = tool_write_file(B->dir, name, B->jobs[i].obj, B->jobs[i].obj_size);
             if (!p) {
-                fprintf(stderr, "tilec: error: cannot write '%s/%s'\n", B->dir, name);
+                fprintf(stderr, "tilec: error: cannot write '%s/%s': %s\n", B->dir, name, strerror(errno));
                 rc = 1;
                 break;
             }
@@ -274,13 +277,16 @@ static int link_archs(Build *B)
     return rc;
 }
 
-/* the architectures' cubins packed by fatbinary into the output */
+/* the architectures' cubins packed by fatbinary in the temporary directory (tilec writes the
+ * output itself, so that it says why when it cannot) */
 static int pack_fatbin(Build *B)
 {
     char *argv[16];
     int n = 0;
     char create[4200], img[2][4200];
-    snprintf(create, sizeof create, "--create=%s", B->o->output);
+    B->fatbin = tl_xmalloc(strlen(B->dir) + sizeof "/k.fatbin");
+    sprintf(B->fatbin, "%s/k.fatbin", B->dir);
+    snprintf(create, sizeof create, "--create=%s", B->fatbin);
     argv[n++] = B->fatbinary;
     argv[n++] = create;
     argv[n++] = "-64";
@@ -295,26 +301,37 @@ static int pack_fatbin(Build *B)
     return 1;
 }
 
+/* the fatbin to the output */
+static int write_fatbin(Build *B)
+{
+    size_t n;
+    char *data = tool_read_file(B->fatbin, &n);
+    if (!data) { /* fatbinary said it succeeded, but wrote nothing */
+        fprintf(stderr, "tilec: error: fatbinary failed\n");
+        return 1;
+    }
+    bool ok = driver_write_file(B->o->output, data, n);
+    free(data);
+    return ok ? 0 : 1;
+}
+
 /* the manifest next to the fatbin: what it holds */
 static int write_manifest(Build *B)
 {
-    char mpath[4200];
-    snprintf(mpath, sizeof mpath, "%s.manifest", B->o->output);
-    FILE *f = fopen(mpath, "w");
-    if (!f) {
-        fprintf(stderr, "tilec: error: cannot write '%s'\n", mpath);
-        return 1;
-    }
-    fprintf(f, "tilec-manifest 1\ncompiler %s\n# %d specialisations\n", TILEC_VERSION, B->njobs);
+    StrBuf m = {0};
+    sb_printf(&m, "tilec-manifest 1\ncompiler %s\n# %d specialisations\n", TILEC_VERSION, B->njobs);
     int spills = 0;
     for (int i = 0; i < B->njobs; i++) {
         Job *j = &B->jobs[i];
-        fprintf(f, "\n# specialisation %d: %d registers, %d bytes spilled, %d bytes of stack\n%s", i, j->regs, j->spills,
-                j->stack, j->signature ? j->signature : "");
+        sb_printf(&m, "\n# specialisation %d: %d registers, %d bytes spilled, %d bytes of stack\n%s", i, j->regs, j->spills,
+                  j->stack, j->signature ? j->signature : "");
         if (j->spills || j->stack)
             spills++;
     }
-    fclose(f);
+    bool ok = driver_write_file(B->manifest, m.data, m.len);
+    sb_free(&m);
+    if (!ok)
+        return 1;
     fprintf(stderr, "tilec: built %d specialisations for %s into %s (%d with spills or a stack frame)\n", B->njobs,
             B->o->arch, B->o->output, spills);
     return 0;
@@ -327,6 +344,9 @@ static void remove_temp_dir(Build *B)
             unlink(B->cubins[a]);
         free(B->cubins[a]);
     }
+    if (B->fatbin)
+        unlink(B->fatbin);
+    free(B->fatbin);
     if (B->dir)
         rmdir(B->dir);
     free(B->dir);
@@ -350,6 +370,8 @@ int driver_build(const DriverOptions *o, const char *file)
         return 1;
     }
     Build B = {.o = o, .file = file};
+    B.manifest = tl_xmalloc(strlen(o->output) + sizeof ".manifest");
+    sprintf(B.manifest, "%s.manifest", o->output);
     B.nsm = driver_arch_list(o->arch, B.sms);
     int rc = B.nsm ? 0 : 1;
     pthread_mutex_init(&B.mu, NULL);
@@ -367,10 +389,13 @@ int driver_build(const DriverOptions *o, const char *file)
         rc = link_archs(&B);
     if (!rc)
         rc = pack_fatbin(&B);
+    if (!rc)
+        rc = write_fatbin(&B);
     remove_temp_dir(&B);
     if (!rc)
         rc = write_manifest(&B);
     free_jobs(&B);
+    free(B.manifest);
     pthread_mutex_destroy(&B.mu);
     return rc;
 }

@@ -582,7 +582,7 @@ static LLVMValueRef load_elem(CG *g, TBuf *b, TExpr **idx, int align)
 static void store_elem(CG *g, TBuf *b, TExpr **idx, LLVMValueRef v, int align, Loc loc)
 {
     LLVMValueRef lin = linear_index(g, b, idx);
-    if (b->dt == DT_E2M1 && b->scope != SC_LOCAL && b->scope != SC_FRAG) {
+    if (b->dt == DT_E2M1 && b->scope != SC_LOCAL && b->scope != SC_FRAG) { /* sema has said so already */
         cg_error(g, loc, "a single e2m1 element cannot be stored to memory (two share a byte); store pairs with a tile copy");
         return;
     }

@@ -224,7 +224,9 @@ ConstVal cv_binary(OpKind op, ConstVal a, ConstVal b, DType dt, const char **err
                 ov = __builtin_sub_overflow(x, y, &r);
             else if (op == OP_MUL)
                 ov = __builtin_mul_overflow(x, y, &r);
-            else if (op == OP_SHL && y >= 0 && y < 63)
+            else if (op == OP_SHL && y >= 64) /* (a negative amount is an error below) */
+                ov = x != 0;
+            else if (op == OP_SHL && y >= 0) /* x * 2^y must fit: 1 << 63 does not, -1 << 63 does */
                 ov = (x > (INT64_MAX >> y)) || (x < (INT64_MIN >> y));
             else if (op == OP_DIV || op == OP_MOD)
                 ov = x == INT64_MIN && y == -1; /* the quotient 2^63 does not fit, nor a - (a / b) * b */

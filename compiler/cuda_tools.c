@@ -101,7 +101,7 @@ char *tool_write_file(const char *dir, const char *name, const void *data, size_
     return NULL;
 }
 
-static char *read_whole(const char *path, size_t *n)
+char *tool_read_file(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -211,7 +211,7 @@ bool tool_ptxas(DiagEngine *d, const char *ptx, size_t n, int sm, int opt_level,
         diag_error(d, loc_none(), "ptxas failed (exit %d):\n%s", rc, log.len ? log.data : "(it printed nothing)");
         ok = false;
     } else {
-        *cubin = read_whole(outp, cubin_size);
+        *cubin = tool_read_file(outp, cubin_size);
         ok = *cubin != NULL;
         if (!ok)
             diag_error(d, loc_none(), "ptxas produced no output");

@@ -18,6 +18,9 @@ const char *tool_temp_base(void);
 /* Writes data to DIR/NAME; the path (malloc'd), or NULL with errno set (nothing left behind). */
 char *tool_write_file(const char *dir, const char *name, const void *data, size_t n);
 
+/* The whole file at path (malloc'd, NUL-terminated; its size in *n), or NULL. */
+char *tool_read_file(const char *path, size_t *n);
+
 /* Runs argv[0] with argv; with out, its standard output and error are captured there, else they
  * go where tilec's go. The exit status, or -1 if it could not run. */
 int tool_run(char *const argv[], StrBuf *out);

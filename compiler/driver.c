@@ -6,9 +6,11 @@
 #include "compile.h"
 #include "cuda_tools.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void driver_options_init(DriverOptions *o)
 {
@@ -58,23 +60,61 @@ int driver_arch(const char *name) { return arch_named(name, strlen(name)); }
 int driver_arch_list(const char *list, int sms[2])
 {
     int n = 0;
-    for (const char *p = list; *p; p += *p == ',') {
+    for (const char *p = list;; p++) {
         size_t len = strcspn(p, ",");
-        if (len) {
-            int sm = arch_named(p, len);
-            if (!sm)
-                return 0;
-            bool seen = false; /* an architecture named twice is built once */
-            for (int a = 0; a < n; a++)
-                seen |= sms[a] == sm;
-            if (!seen)
-                sms[n++] = sm;
+        if (!len) { /* "sm_90a,,sm_100a", a comma first or last */
+            fprintf(stderr, "tilec: error: an empty name in the list of architectures '%s'\n", list);
+            return 0;
         }
+        int sm = arch_named(p, len);
+        if (!sm)
+            return 0;
+        bool seen = false; /* an architecture named twice is built once */
+        for (int a = 0; a < n; a++)
+            seen |= sms[a] == sm;
+        if (!seen)
+            sms[n++] = sm;
         p += len;
+        if (!*p)
+            return n;
     }
-    if (!n)
-        arch_named(list, strlen(list)); /* nothing but commas */
-    return n;
+}
+
+bool driver_write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        fprintf(stderr, "tilec: error: cannot write '%s': %s\n", path, strerror(errno));
+        return false;
+    }
+    errno = 0;
+    bool ok = fwrite(data, 1, n, f) == n && fflush(f) == 0;
+    int err = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    if (!ok)
+        fprintf(stderr, "tilec: error: cannot write '%s': %s\n", path, strerror(err ? err : EIO));
+    return ok;
+}
+
+bool driver_output_is_source(Compilation *c, const char *output)
+{
+    struct stat out_st, in_st;
+    if (stat(output, &out_st) != 0 || !S_ISREG(out_st.st_mode))
+        return false; /* a new file, or a device such as /dev/null: no source */
+    for (int i = 0; i < c->diag.nfiles; i++) {
+        const char *path = c->diag.files[i]->path;
+        if (stat(path, &in_st) != 0 || in_st.st_dev != out_st.st_dev || in_st.st_ino != out_st.st_ino)
+            continue;
+        if (i == 0)
+            diag_error(&c->diag, loc_none(), "the output '%s' is the input file", output);
+        else
+            diag_error(&c->diag, loc_none(), "the output '%s' is the imported file '%s'", output, path);
+        return true;
+    }
+    return false;
 }
 
 /* A specialisation through the tile IR passes for each target (not LLVM): the errors that only
@@ -279,17 +319,12 @@ int driver_list(const DriverOptions *o, const char *file)
     return rc;
 }
 
+/* to -o FILE, or to standard output (whose errors main reports once it has flushed it) */
 static bool write_output(const DriverOptions *o, const void *data, size_t n)
 {
-    FILE *f = o->output ? fopen(o->output, "wb") : stdout;
-    if (!f) {
-        fprintf(stderr, "tilec: error: cannot write '%s'\n", o->output);
-        return false;
-    }
-    bool ok = fwrite(data, 1, n, f) == n;
     if (o->output)
-        ok = fclose(f) == 0 && ok;
-    return ok;
+        return driver_write_file(o->output, data, n);
+    return fwrite(data, 1, n, stdout) == n;
 }
 
 
@@ -324,7 +359,7 @@ int driver_emit(const DriverOptions *o, const char *file)
     int rc;
     const char *stage = o->stage;
     if (!strcmp(stage, "ast")) {
-        if (driver_load(&c, o, file, false))
+        if (driver_load(&c, o, file, false) && !(o->output && driver_output_is_source(&c, o->output)))
             ast_print_module(&out, c.modules[0]);
     } else if (!strcmp(stage, "tir") || !strcmp(stage, "sig") || !strcmp(stage, "llvm") || !strcmp(stage, "ptx") ||
                !strcmp(stage, "cubin") || !strcmp(stage, "obj")) {
@@ -344,7 +379,7 @@ int driver_emit(const DriverOptions *o, const char *file)
                 fprintf(stderr, "tilec: error: --stage=obj needs --target=host\n");
             return 1;
         }
-        if (driver_load(&c, o, file, true)) {
+        if (driver_load(&c, o, file, true) && !(o->output && driver_output_is_source(&c, o->output))) {
             Item *k = find_kernel(&c, o->kernel);
             CompileRequest rq = {0};
             if (k && sema_generic_args_from_strings(&c, k, o->generic_assigns, o->ngenerics, &rq.args)) {

@@ -34,6 +34,12 @@ bool driver_load(Compilation *c, const DriverOptions *o, const char *file, bool 
 int driver_arch(const char *name);
 /* The architectures of a comma list, each once, into sms; their number, or 0 after a message. */
 int driver_arch_list(const char *list, int sms[2]);
+/* Writes n bytes to the file at path (created or truncated); false after a message on stderr
+ * ("cannot write 'PATH': why") when it cannot be opened, written or closed. */
+bool driver_write_file(const char *path, const void *data, size_t n);
+/* Whether output names one of the files c loaded (the input or an import: the same file, by
+ * device and inode), after an error in c's diagnostics. Checked before anything is written. */
+bool driver_output_is_source(Compilation *c, const char *output);
 /* Prints c's diagnostics (and forgets them); the exit status they call for: 0, 1 (errors in the
  * input) or 2 (an internal error). */
 int driver_flush(Compilation *c);

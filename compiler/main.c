@@ -21,8 +21,8 @@ static const char *usage =
     "  build FILE -o OUT     compile every declared specialisation into a fatbin\n"
     "\n"
     "options:\n"
-    "  -I DIR                look for imports in DIR\n"
-    "  -D NAME=VALUE         define (or override) a constant\n"
+    "  -I DIR                look for imports in DIR (repeatable)\n"
+    "  -D NAME=VALUE         define (or override) a constant (repeatable, once per name)\n"
     "  -k KERNEL             emit: the kernel to compile\n"
     "  -g NAME=VALUE         emit: a generic value (repeatable)\n"
     "  --arch=A[,B]          sm_90a (default), sm_100a\n"
@@ -30,9 +30,10 @@ static const char *usage =
     "  --dump-after=PASS     emit --stage=tir: print the IR after PASS (or 'all')\n"
     "  -O0 | -O3             LLVM optimisation level (default -O3)\n"
     "  -j N                  build: parallel jobs\n"
-    "  -o FILE               output file (default: standard output)\n"
+    "  -o FILE               emit, build: output file (emit's default: standard output)\n"
     "  -Werror               treat warnings as errors\n"
-    "  --version, --help\n";
+    "  --version, --help\n"
+    "an option that takes one value may be given once\n";
 
 static int fail_usage(const char *msg, const char *arg)
 {
@@ -120,6 +121,10 @@ static int cli(int argc, char **argv, DriverOptions *o, Values *incs, Values *ge
     const char *cmd = NULL;
     const char *file = NULL;
     int capdefs = 0;
+    /* the options that take one value: what each was given (a second one is an error, not
+     * "the last one wins"; -I, -D and -g are repeatable) */
+    const char *given[OPT_COUNT] = {0};
+    const char *given_opt = NULL; /* -O0 ... -O3 */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
@@ -133,11 +138,23 @@ static int cli(int argc, char **argv, DriverOptions *o, Values *incs, Values *ge
         } else if (!strcmp(a, "-Werror")) {
             o->werror = true;
         } else if (!strcmp(a, "-O0") || !strcmp(a, "-O1") || !strcmp(a, "-O2") || !strcmp(a, "-O3")) {
+            if (given_opt) {
+                fprintf(stderr, "tilec: error: %s is given twice (%s, then %s)\n", "-O", given_opt, a);
+                return 1;
+            }
+            given_opt = a;
             o->opt_level = a[2] - '0';
         } else if ((opt = take_value(argc, argv, &i, &val)) >= 0) {
             /* an empty value (--arch=, -o '') is never what was meant */
             if (!*val)
                 return fail_usage("this option needs a value", a);
+            if (opt != OPT_INCLUDE && opt != OPT_DEFINE && opt != OPT_GENERIC) {
+                if (given[opt]) {
+                    fprintf(stderr, "tilec: error: %s is given twice (%s, then %s)\n", value_options[opt], given[opt], val);
+                    return 1;
+                }
+                given[opt] = val;
+            }
             switch (opt) {
             case OPT_STAGE: o->stage = val; break;
             case OPT_ARCH: o->arch = val; break;
@@ -197,7 +214,11 @@ static int cli(int argc, char **argv, DriverOptions *o, Values *incs, Values *ge
         return fail_usage("no command given", NULL);
     if (!file)
         return fail_usage("no input file", NULL);
-    /* writing the output would destroy the source before (or while) it is read */
+    /* check and list print to standard output only */
+    if (o->output && (!strcmp(cmd, "check") || !strcmp(cmd, "list")))
+        return fail_usage("-o works with emit and build", o->output);
+    /* writing the output would destroy the source before (or while) it is read (the imports
+     * are compared once they are loaded: driver_output_is_source) */
     struct stat in_st, out_st;
     if (o->output && stat(file, &in_st) == 0 && stat(o->output, &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
         in_st.st_ino == out_st.st_ino && S_ISREG(in_st.st_mode)) {

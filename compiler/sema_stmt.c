@@ -209,6 +209,9 @@ static void check_assign(SemaCtx *s, Stmt *st)
         Type *bt = l->a->type;
         if (bt->kind == TY_TILE && bt->scope == SC_FRAG && s->parallel_level <= (s->fn_ret ? s->fn_parallel_level : 0))
             ERR(l->loc, "elements of a frag can only be written inside a 'parallel' loop");
+        /* memory is written in bytes; frag and local tiles are registers, one element each */
+        if (bt->dt == DT_E2M1 && (bt->kind == TY_TENSOR || (bt->kind == TY_TILE && bt->scope == SC_SHARED)))
+            ERR(st->loc, "a single e2m1 element cannot be stored to memory (two share a byte); store pairs with a tile copy");
     }
     Type *rt = check_expr(s, st->e, lt->kind == TY_SCALAR ? lt : NULL);
     if (is_err(rt))

@@ -345,6 +345,12 @@ STRESS = [
     ('list-20k-specialised', {'t.tl': ''.join('kernel k%d<T: type>(x: T[N]) grid(1) threads(32) {}\n'
                                               'specialize k%d<T = (f32, bf16)>;\n' % (i, i) for i in range(20000))},
      'tilec list t.tl', []),
+    # and prints each kernel once: documentation, generics, optional tensors, requirements
+    ('list-4000-documented', {'t.tl': ''.join('/// kernel %d\n/// of many\nkernel k%d<T: type = f32, B: int = 64>(x: T[N], '
+                                              'y: T[N]?, s: f32) grid(cdiv(N, B)) threads(128) {\n'
+                                              '    require N %% 4 == 0, "N %%%% 4";\n}\n' % (i, i)
+                                              for i in range(4000))},
+     'tilec list t.tl', []),
     ('params-100k', {'t.tl': 'fn f(' + ', '.join('p%d: f32' % i for i in range(100000)) + ') {}'},
      None, None),
     ('call-args-100k', {'t.tl': kernel('printf("x"' + ', 1' * 100000 + ');')}, None,
