@@ -22,7 +22,7 @@ import typing
 
 import torch
 
-from . import _plan, _runtime
+from . import _checks, _plan, _runtime
 
 # How a public argument travels through the op: its kind and the op schema type(s).
 TENSOR, OPT_TENSOR, QUANT, PAIR = "Tensor", "Tensor?", "quant", "pair"
@@ -98,6 +98,53 @@ def _tracing():
 def _wants_grad(a, kw):
     return torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad
                                            for v in (*a, *kw.values()))
+
+
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _is_tensor_pair(v):
+    return isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(e, torch.Tensor) for e in v)
+
+
+def _check_kinds(fn, params, args):
+    """Each argument of a traced call is of its parameter's travel kind, checked before the op's
+    schema sees it (the schema would turn 1 into True for a bool, and report a string for a
+    tensor in torch's words): the eager path's checks, which the fake implementation runs, then
+    see the caller's values."""
+    for pname, kind, _ in params:
+        v = args[pname]
+        if (v is None and kind.endswith("?")) or isinstance(v, _SYMBOLIC):   # None, or a traced shape's value
+            continue
+        if kind == BOOL:
+            _checks.check_bool(fn, pname, v)
+        elif kind in (INT, OPT_INT):
+            _checks.check_int(fn, pname, v)
+        elif kind in (FLOAT, OPT_FLOAT):
+            _checks.check_float(fn, pname, v)
+        elif kind in (STR, OPT_STR):
+            if not isinstance(v, str):
+                raise ValueError(f"{fn}: {pname} must be a string, got {type(v).__name__} {v!r}")
+        elif kind in (TENSOR, OPT_TENSOR):
+            if not isinstance(v, torch.Tensor):
+                raise ValueError(f"{fn}: {pname} must be a tensor, got {type(v).__name__}")
+        elif kind == QUANT:
+            if not isinstance(v, torch.Tensor) and not _is_tensor_pair(v):
+                raise ValueError(f"{fn}: {pname} must be a tensor or a (data, sf) pair of tensors, "
+                                 f"got {type(v).__name__}")
+        elif kind == PAIR:
+            if not _is_tensor_pair(v):
+                raise ValueError(f"{fn}: {pname} must be a (data, sf) pair of tensors, got {type(v).__name__}")
+        elif kind in (INTS, OPT_INTS):
+            if (not isinstance(v, (tuple, list)) or
+                    not all(isinstance(e, (int, torch.SymInt)) and not isinstance(e, bool) for e in v)):
+                raise ValueError(f"{fn}: {pname} must be a tuple of integers, got {v!r}")
+        elif kind == DTYPE:
+            if not isinstance(v, torch.dtype):
+                raise ValueError(f"{fn}: {pname} must be a torch.dtype, got {type(v).__name__} {v!r}")
+        elif kind == TENSORS:
+            if not isinstance(v, (tuple, list)) or not all(isinstance(e, torch.Tensor) for e in v):
+                raise ValueError(f"{fn}: {pname} must be a list of tensors")
 
 
 def kernel_op(name=None, *, kinds=None, mutates=(), returns="tuple", saves=0, autograd=None):
@@ -222,6 +269,7 @@ def kernel_op(name=None, *, kinds=None, mutates=(), returns="tuple", saves=0, au
             bound = sig.bind(*a, **kw)
             bound.apply_defaults()
             args = bound.arguments
+            _check_kinds(fn.__name__, params, args)
             res = op(*flatten(args))
             targets = [t for m in mutates for t in _written(args[m])]
             if targets:

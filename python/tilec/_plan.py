@@ -3,8 +3,11 @@
 A public kernel function checks its arguments, derives the kernels' generics and grids from the
 shapes, allocates its outputs and launches. All of that depends only on what the plan key holds:
 per tensor argument its dtype, shape, strides, storage offset, device, requires_grad and which
-earlier argument it is (the same tensor passed twice); every other argument by type and value;
-the SM count of tilec.set_num_sms and torch's grad mode. So after the first call of a key (which
+earlier argument it is (the same tensor passed twice); every other argument by type and value,
+so that a value of another kind that compares equal (0 or 0.0 for False, 16.0 for 16) never
+reaches the plan of the valid one, and a float by its float.hex (-0.0 and 0.0 compare equal but
+are two keys; every NaN is one key, not a new entry per call); the SM count of
+tilec.set_num_sms and torch's grad mode. So after the first call of a key (which
 compiles and loads the kernels and builds any lazily made table), the second call runs the
 function once more while a recorder watches it: every torch operation that reaches the
 dispatcher (torch.empty, torch.zeros, views, fills), every tensor view of _runtime.view, every
@@ -74,6 +77,8 @@ def _key(fn, args, kw, tensors):
             first = ids.setdefault(id(v), len(tensors))
             tensors.append(v)
             parts.append((v.dtype, v.shape, v.stride(), v.storage_offset(), v.device, v.requires_grad, first))
+        elif tp is float:
+            parts.append((tp, v.hex()))
         elif tp in _SCALARS:
             parts.append((tp, v))
         elif tp is tuple or tp is list:

@@ -4,10 +4,16 @@ the wrong kind at a time — a float or a bool for an integer, a string or None 
 or a complex tensor for a tensor, a wrong pair for a block size — raises ValueError or TypeError
 whose message names the function and the argument, before anything is launched (the runtime
 records no launch). A valid call of each function comes first, so that the baseline is known to
-work; the hostile values then replace one argument each."""
+work; the hostile values then replace one argument each. The same holds for every parameter
+with a default, left out of the valid calls or not: its wrong values come from its annotation
+(or its default's type): 1, 0, "yes", 1.0 for a bool; 1.5, True, "3" and the default as a
+float for an int; "x", True, a complex for a float; a string, a list and a complex tensor for a
+tensor. An output or in-place tensor that shares memory with an input is refused naming both,
+in a full call and in a plan's replay."""
 import inspect
 import os
 import sys
+import typing
 
 import pytest
 import torch
@@ -146,9 +152,9 @@ def test_every_public_function_is_covered():
 def hostile_values(v):
     """Values of the wrong kind for an argument whose valid value is v."""
     if isinstance(v, bool):
-        return ["yes", None, 1.5]
+        return ["yes", None, 1.5, int(v)]
     if isinstance(v, int):
-        return [1.5, True, "3", None]
+        return [1.5, True, "3", None, float(v)]
     if isinstance(v, float):
         return ["1.0", complex(1, 2), None, torch.ones(1)]
     if isinstance(v, str):
@@ -156,7 +162,7 @@ def hostile_values(v):
     if isinstance(v, torch.Tensor):
         return [v.tolist(), v.to(torch.complex64) if v.is_floating_point() else v.float(), None, 3]
     if isinstance(v, tuple) and all(isinstance(e, int) for e in v):
-        return [(1.5, 2), (True, 32), "ab", (32,), None]
+        return [(1.5, 2), (True, 32), "ab", (32,), None, (float(v[0]), v[1])]
     if isinstance(v, tuple):   # a (data, sf) pair
         return [(v[0],), [v[0].tolist(), v[1]], (v[0], 2.0)]
     if isinstance(v, list):    # a list of tensors
@@ -184,9 +190,93 @@ class NoLaunch:
         return K()
 
 
+def _annotation(param):
+    """(kind, optional) of a parameter: kind one of bool, int, float, str, tensor, pair, dtype,
+    from its annotation, else from its default's type."""
+    ann = param.annotation
+    optional = param.default is None
+    if typing.get_origin(ann) is typing.Union:
+        args = [a for a in typing.get_args(ann) if a is not type(None)]
+        optional = optional or len(args) < len(typing.get_args(ann))
+        ann = args[0] if len(args) == 1 else ann
+    if ann in (bool, int, float, str):
+        return ann.__name__, optional
+    if ann is torch.Tensor:
+        return "tensor", optional
+    if ann is torch.dtype:
+        return "dtype", optional
+    if typing.get_origin(ann) is tuple and all(a is int for a in typing.get_args(ann)):
+        return "pair", optional
+    d = param.default
+    for tp in (bool, int, float, str):
+        if type(d) is tp:
+            return tp.__name__, optional
+    if isinstance(d, torch.dtype):
+        return "dtype", optional
+    raise AssertionError(f"parameter {param.name}: no kind for {ann!r} = {d!r}")
+
+
+def wrong_kinds(kind, optional):
+    """Values of the wrong kind for a parameter of ``kind`` (None too, where it is not optional)."""
+    bad = {
+        "bool": [1, 0, "yes", 1.0],
+        "int": [1.5, True, "3"],
+        "float": ["x", True, complex(1, 2)],
+        "str": [3, True, b"e4m3"],
+        "tensor": ["yes", [1, 2], torch.ones(4, 2, dtype=torch.complex64)],
+        "pair": [(1.5, 2), (True, 32), "ab", (32,)],
+        "dtype": ["float32", 3],
+    }[kind]
+    return bad if optional else bad + [None]
+
+
+def _default_cases():
+    """(function, parameter, wrong value) for every parameter with a default of every public
+    function, its wrong values chosen by the parameter's annotation (or default's type)."""
+    cases = []
+    for fn, _ in VALID:
+        for p in inspect.signature(fn).parameters.values():
+            if p.default is inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            extra = [float(p.default)] if type(p.default) is int else []   # 16.0 for 16
+            for bad in wrong_kinds(*_annotation(p)) + extra:
+                cases.append((fn, p.name, bad))
+    return cases
+
+
+DEFAULT_CASES = _default_cases()
+
+
 @pytest.mark.parametrize("fn, args", VALID, ids=[f.__name__ for f, _ in VALID])
 def test_valid_call(fn, args):
     fn(**args)
+
+
+def test_every_default_is_swept():
+    """The sweep over defaults reaches the parameters the audit found unchecked."""
+    swept = {(f.__name__, n) for f, n, _ in DEFAULT_CASES}
+    for want in [("per_token_cast", "round_sf"), ("per_block_cast", "use_tma_aligned_col_major_sf"),
+                 ("swiglu_forward_and_per_token_cast", "swiglu_clamp_value"),
+                 ("swiglu_forward_and_per_channel_cast_and_transpose", "without_transpose"),
+                 ("reduce_fused", "out"), ("get_fused_mapping", "invalid_count")]:
+        assert want in swept, want
+
+
+@pytest.mark.parametrize("fn, name, bad", DEFAULT_CASES,
+                         ids=[f"{f.__name__}-{n}-{type(b).__name__}{i}" for i, (f, n, b) in enumerate(DEFAULT_CASES)])
+def test_wrong_default_kind(fn, name, bad, monkeypatch):
+    """A parameter with a default, given a value of the wrong kind, is refused by name (no
+    wrong value of these is valid, None included: it is offered only where not optional)."""
+    args = dict(next(a for f, a in VALID if f is fn))
+    args[name] = bad
+    rec = NoLaunch()
+    monkeypatch.setattr(_runtime, "kernel", rec.kernel)
+    with pytest.raises((ValueError, TypeError)) as e:
+        fn(**args)
+    msg = str(e.value)
+    assert msg.startswith(f"{fn.__name__}:"), msg
+    assert name in msg, msg
+    assert not rec.launched
 
 
 @pytest.mark.parametrize("fn, name, bad", CASES,
@@ -217,3 +307,94 @@ def test_set_num_sms_wrong_kind():
     for bad in (1.5, True, "8", 0, 10 ** 6):
         with pytest.raises(ValueError, match="^set_num_sms: num_sms must be"):
             tilec.set_num_sms(bad)
+
+
+def _overlap_cases():
+    """(function, valid keyword arguments, the argument replaced, a value of it sharing memory with
+    another argument, the words the error must hold) for every function that checks that what it
+    writes shares no memory with its inputs."""
+    m = mapping(T=2)
+    p2e, ttp = m[0], m[3]
+    x = bf(len(p2e), 256)
+    xq = fp8(4, 256)
+    m4 = mapping()
+    idx = torch.zeros(4, 2, dtype=torch.int64)
+    logits = torch.randn(4, 16)
+    gate = dict(logits=logits, bias=torch.zeros(16), num_topk=2, num_topk_groups=0, num_groups=0,
+                use_shared_as_routed=False, num_shared_experts=0, routed_scaling_factor=1.0, ep_rank=0,
+                num_ep_ranks=1, tp_rank=0, num_tp_ranks=1, scoring_func="sigmoid")
+    sw = bf(4, 512)
+    big = bf(2 * 3 * 4 * 256)
+    mx = bf(2, 3, 4, 256)
+    res = bf(2, 3, 4, 256)
+    post = dict(x=bf(2, 3, 256), residual=res, post_layer_mix=f32(2, 3, 4, 1), comb_res_mix=f32(2, 3, 4, 4))
+    g = dict(grad_w_partial=f32(3, 4, 256), weight_hidden=bf(4, 256), weight_embed=bf(4, 256),
+             grad_weight_hidden=f32(4, 256), grad_weight_embed=f32(4, 256))
+    word = lambda t: t.view(torch.int32).view(-1)[:1]   # noqa: E731  (a counter on t's first bytes)
+    red = dict(x=x, topk_weights=torch.rand(2, 2), token_topk_to_pos=ttp)
+    return [
+        (moe.reduce_fused, red, "out", x[:2], "out overlaps x"),
+        (moe.reduce_fused, red, "invalid_count", word(ttp), "invalid_count overlaps token_topk_to_pos"),
+        (moe.reduce_fused, dict(red, out=bf(2, 256)), "invalid_count", None, "invalid_count overlaps out"),
+        (moe.expand_to_fused, dict(x=bf(2, 256), token_topk_to_pos=ttp, pos_to_expert=p2e), "invalid_count",
+         p2e[:1], "invalid_count overlaps pos_to_expert"),
+        (moe.expand_to_fused_with_sf, dict(x=xq, num_per_channels=128, token_topk_to_pos=m4[3],
+                                           pos_to_expert=m4[0]), "invalid_count", word(xq[1]),
+         "invalid_count overlaps sf"),
+        (moe.get_fused_mapping, dict(topk_idx=idx, num_experts=4, num_expanded_tokens=0, alignment=16),
+         "invalid_count", word(idx), "invalid_count overlaps topk_idx"),
+        (moe.group_count, dict(group_idx=idx, num_groups=4), "invalid_count", word(idx),
+         "invalid_count overlaps group_idx"),
+        (moe.aux_fi, dict(topk_idx=idx, num_experts=4, num_aux_topk=2), "invalid_count", word(idx),
+         "invalid_count overlaps topk_idx"),
+        (moe.inplace_unique_group_indices, dict(group_indices=idx, num_groups=8), "invalid_count", word(idx),
+         "invalid_count overlaps group_indices"),
+        (moe.top2_sum_gate, gate, "invalid_count", word(logits), "invalid_count overlaps logits"),
+        (moe.top2_sum_gate, gate, "unmapped_topk_idx", logits.view(torch.int64)[:, :2],
+         "unmapped_topk_idx overlaps logits"),
+        (Q.swiglu_forward_and_per_token_cast, dict(x=sw, fmt="e4m3", num_per_channels=128, swiglu_clamp_value=1.0),
+         "clamped_count", sw.view(torch.int64).view(-1)[:3], "clamped_count overlaps x"),
+        (MO.expand_to_mhc, dict(hidden=big[:2 * 3 * 256].view(2, 3, 256), mhc_mult=4), "out",
+         big.view(2, 3, 4, 256), "out overlaps hidden"),
+        (MO.mhc_pre_apply_mix, dict(x=mx, mix=torch.rand(2, 3, 4, 1)), "out", mx.view(-1)[:1536].view(2, 3, 256),
+         "out overlaps x"),
+        (MO.mhc_post, post, "out", res, "out overlaps residual"),
+        (MO.mhc_post_fwd, post, "out", res, "out overlaps residual"),
+        (EG.grad_w_reduce, g, "grad_weight_embed", g["grad_weight_hidden"], "grad_weight_hidden overlaps "
+                                                                              "grad_weight_embed"),
+        (EG.grad_w_reduce, g, "grad_weight_hidden", g["grad_w_partial"][0], "grad_weight_hidden overlaps "
+                                                                            "grad_w_partial"),
+    ]
+
+
+def _fresh_like(t):
+    """A tensor with t's dtype, shape, strides and storage offset on storage of its own (zeros)."""
+    span = sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1
+    return torch.zeros(t.storage_offset() + span, dtype=t.dtype).as_strided(t.shape, t.stride(), t.storage_offset())
+
+
+OVERLAPS = _overlap_cases()
+
+
+@pytest.mark.parametrize("fn, args, name, shared, words", OVERLAPS,
+                         ids=[f"{f.__name__}-{n}-{i}" for i, (f, _, n, _, _) in enumerate(OVERLAPS)])
+def test_overlapping_output(fn, args, name, shared, words, monkeypatch):
+    """An output (or in-place tensor) sharing memory with an input is refused, naming both, before
+    anything is launched: in a full call, and in a call whose key has a plan (recorded from calls
+    with the same shapes and strides on separate memory), where the replay repeats the check."""
+    from tilec import _plan
+    if shared is None:   # the counter on the out argument's own memory
+        shared = args["out"].view(torch.int32).view(-1)[:1]
+    for _ in range(3):   # a plan for the key of the overlapping call, on separate memory
+        kw = {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in args.items()}
+        kw[name] = _fresh_like(shared)
+        fn(**kw)
+    for plans in (True, False):
+        if not plans:
+            _plan.clear()
+        rec = NoLaunch()
+        monkeypatch.setattr(_runtime, "kernel", rec.kernel)
+        with pytest.raises(ValueError, match=f"^{fn.__name__}: {words}"):
+            fn(**dict(args, **{name: shared}))
+        assert not rec.launched
+        monkeypatch.undo()

@@ -8,6 +8,7 @@ grad, and an mHC training step (expand, mhc_pre, mhc_post, mhc_head) compiled fo
 backward in one graph whose loss and gradients are bit-identical to eager mode — the
 grad_from_mhc_post accumulation of the residual's gradient included — for every token count
 marked dynamic, with one compile."""
+import inspect
 import os
 import sys
 
@@ -23,7 +24,7 @@ from tilec.modeling import mhc as MHC  # noqa: E402
 from tilec.modeling.mhc import ops as MO  # noqa: E402
 from tilec.modeling.mhc.ops import (expand as MO_expand, head_compute_mix as MO_head, norm_fn as MO_norm,  # noqa: E402
                                     pre_apply_mix as MO_apply, pre_split_mixes as MO_split, sinkhorn as MO_sink)
-from test_bad_arguments import VALID  # noqa: E402  (a valid call of every public function)
+from test_bad_arguments import CASES, DEFAULT_CASES, VALID  # noqa: E402  (a valid call of every public function)
 from call_results import assert_same as _same, clone_args as _clone, flat as _flat  # noqa: E402
 
 # the synchronising form of get_fused_mapping (num_expanded_tokens = 0, force_no_sync = False) trims
@@ -363,3 +364,41 @@ def test_mhc_backward_reads_no_tensor_values(monkeypatch):
     with _HostReads(monkeypatch) as mode:
         loss.backward()
     assert mode.reads == [], mode.reads
+
+
+def _refused_cases(fn):
+    """The wrong values test_bad_arguments requires the eager call of ``fn`` to refuse."""
+    out = list((n, b) for f, n, b in DEFAULT_CASES if f is fn)
+    for f, n, b in CASES:
+        if f is not fn:
+            continue
+        p = inspect.signature(fn).parameters[n]
+        optional = p.default is None or "Optional" in str(p.annotation)
+        if (b is None and optional) or (fn is moe.expand_to_fused and n == "x" and isinstance(b, torch.Tensor)):
+            continue
+        out.append((n, b))
+    return out
+
+
+TRACED = [fn for fn, _ in VALID if hasattr(fn, "op")]
+
+
+@pytest.mark.parametrize("fn", TRACED, ids=[f.__name__ for f in TRACED])
+def test_traced_call_refuses_wrong_kinds(fn):
+    """A traced call (here make_fx; torch.compile goes the same way) checks each argument's kind
+    before the op's schema converts it (which would take 1 for True) or reports it in torch's
+    words: every wrong value the eager call refuses raises ValueError or TypeError naming the
+    function and the argument."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    base = dict(next(a for f, a in VALID if f is fn))
+    wrong = []
+    for name, bad in _refused_cases(fn):
+        kw = dict(base, **{name: bad})
+        try:
+            make_fx(lambda: fn(**kw))()
+        except (ValueError, TypeError) as e:
+            if not (str(e).startswith(f"{fn.__name__}:") and name in str(e)):
+                wrong.append(f"{name}={bad!r}: {e}")
+        else:
+            wrong.append(f"{name}={bad!r} accepted")
+    assert not wrong, wrong

@@ -8,7 +8,7 @@ from .. import _runtime
 from .._ops import kernel_op, PAIR
 from ..quant.common import QuantTensor
 from ..utils import align, ceil_div
-from .common import check_int, check_tensor, invalid_counter, present
+from .common import check_bool, check_int, check_tensor, invalid_counter, present
 
 _RAW = {1: (torch.uint8, "u8"), 2: (torch.int16, "i16"), 4: (torch.int32, "i32")}
 
@@ -89,6 +89,7 @@ def expand_to_fused_with_sf(x: QuantTensor, num_per_channels: int, token_topk_to
         raise ValueError(f"{fn}: the data must be a contiguous 2-D tensor")
     check_tensor(fn, "sf", sf, (torch.float32, torch.int32), 2)
     check_int(fn, "num_per_channels", num_per_channels)
+    check_bool(fn, "use_tma_aligned_col_major_sf", use_tma_aligned_col_major_sf)
     if num_per_channels not in (32, 128):
         raise ValueError(f"{fn}: num_per_channels must be 32 or 128, got {num_per_channels}")
     T, H = data.shape

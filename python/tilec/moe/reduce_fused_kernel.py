@@ -70,6 +70,10 @@ def reduce_fused(x: Union[torch.Tensor, QuantTensor], topk_weights: Optional[tor
     if out is None:
         out = torch.empty((T, H), dtype=odt, device=x.device)
     else:
+        if not isinstance(out, torch.Tensor):
+            raise ValueError(f"{fn}: out must be a tensor or None, got {type(out).__name__}")
+        if out.device != x.device:
+            raise ValueError(f"{fn}: out is on {out.device}, x on {x.device}")
         if tuple(out.shape) != (T, H):
             raise ValueError(f"{fn}: out must be ({T}, {H}), got {tuple(out.shape)}")
         if out.dtype != odt:

@@ -6,7 +6,7 @@ import torch
 
 from .. import _runtime
 from .._ops import kernel_op
-from .common import check_bool, check_float, check_int, check_tensor, invalid_counter, present
+from .common import check_bool, check_float, check_int, check_no_overlap, check_tensor, invalid_counter, present
 from .scoring import ScoringFunc
 
 
@@ -115,6 +115,10 @@ def top2_sum_gate(logits: torch.Tensor, bias: torch.Tensor, num_topk: int, num_t
         check_tensor(fn, "fix_routing_mask", fix_routing_mask, (torch.bool,), 1)
         if fix_routing_mask.shape[0] != T:
             raise ValueError(f"{fn}: fix_routing_mask must have {T} elements, got {fix_routing_mask.shape[0]}")
+    if unmapped_topk_idx is not None:
+        check_no_overlap(fn, "unmapped_topk_idx", unmapped_topk_idx, logits=logits, bias=bias, mask=mask,
+                         fix_routing_mask=fix_routing_mask, to_physical_map=to_physical_map,
+                         logical_count=logical_count)
     invalid = invalid_counter(fn, invalid_count, logits, logits=logits, bias=bias, mask=mask,
                               fix_routing_mask=fix_routing_mask, to_physical_map=to_physical_map,
                               logical_count=logical_count, unmapped_topk_idx=unmapped_topk_idx)

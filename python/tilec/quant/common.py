@@ -12,6 +12,7 @@ from typing import Optional, Tuple, Union
 import torch
 
 from .. import _runtime
+from .._checks import check_bool, check_float, check_int
 from .._runtime import pow2_divisor  # noqa: F401  (re-exported for the quant modules)
 from ..config import _emulated
 from ..utils import align, ceil_div
@@ -68,7 +69,17 @@ def sf_out_args(sf: torch.Tensor, store: torch.Tensor, packed: bool):
     return (None, packed_bytes(store)) if packed else (sf, None)
 
 
+def check_flags(fn: str, **flags):
+    """Each of ``flags`` (name -> value) is a bool (an int, a string or None is not one)."""
+    for name, v in flags.items():
+        check_bool(fn, name, v)
+
+
 def check_layout_flags(use_tma_aligned_col_major_sf: bool, round_sf: bool, use_packed_ue8m0: bool, fn: str):
+    """The three scale-layout flags of a cast are bools, and packed UE8M0 goes with column-major,
+    rounded scales (§1.4)."""
+    check_flags(fn, use_tma_aligned_col_major_sf=use_tma_aligned_col_major_sf, round_sf=round_sf,
+                use_packed_ue8m0=use_packed_ue8m0)
     if use_packed_ue8m0 and not use_tma_aligned_col_major_sf:
         raise ValueError(f"{fn}: use_packed_ue8m0 needs use_tma_aligned_col_major_sf=True (packed scales are column-major)")
     if use_packed_ue8m0 and not round_sf:
@@ -299,6 +310,8 @@ def get_cast_output_config(fmt: str, sf_block: Tuple[int, int], use_tma_aligned_
         raise ValueError(f"{fn}: fmt must be 'e4m3', 'e2m1' or 'e5m6', got {fmt!r}")
     block = check_block(sf_block, "sf_block", fn)
     check_layout_flags(use_tma_aligned_col_major_sf, round_sf, use_packed_ue8m0, fn)
+    if custom_clamp_min_value is not None:
+        custom_clamp_min_value = check_float(fn, "custom_clamp_min_value", custom_clamp_min_value)
     return CastOutputConfig(torch_dtype=_FORMATS[fmt][0], sf_block=block,
                             use_tma_aligned_col_major_sf=use_tma_aligned_col_major_sf,
                             use_packed_ue8m0=use_packed_ue8m0, round_sf=round_sf,
@@ -415,9 +428,13 @@ def transpose_cast(x, npt, round_sf, without_transpose, clamp, swiglu, fn):
     """The per-channel e4m3 cast with one scale per ``npt`` rows, transposed unless
     ``without_transpose``, of x or (``swiglu``) of the SwiGLU of its halves: the one kernel
     behind per_channel_cast_and_transpose and swiglu_forward_and_per_channel_cast_and_transpose."""
+    check_flags(fn, round_sf=round_sf, without_transpose=without_transpose)
+    if clamp is not None:
+        check_float(fn, "swiglu_clamp_value", clamp)
     check_x2d(x, fn)
     if x.dtype != torch.bfloat16:
         raise ValueError(f"{fn}: x must be bfloat16, got {x.dtype}")
+    check_int(fn, "num_per_tokens", npt)
     if npt not in (32, 128):
         raise ValueError(f"{fn}: num_per_tokens must be 32 or 128, got {npt}")
     T, HX = x.shape

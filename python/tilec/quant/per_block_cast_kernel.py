@@ -6,7 +6,8 @@ import torch
 
 from .. import _runtime
 from .._ops import kernel_op
-from .common import FLOAT_IN, alloc_data_out, alloc_sf, check_block, check_layout_flags, kernel, sf_grid, sf_out_args
+from .common import (FLOAT_IN, alloc_data_out, alloc_sf, check_block, check_flags, check_layout_flags, kernel, sf_grid,
+                     sf_out_args)
 
 
 def _check(x, fmt, block_size, col, rnd, packed, fn):
@@ -89,6 +90,7 @@ def per_block_cast_with_precomputed_sf(x: torch.Tensor, fmt: str, block_size: Tu
                                        use_packed_ue8m0: bool = False) -> torch.Tensor:
     """Quantises with given row-major f32 block scales: out = fmt(x * (1 / sf[block]))."""
     fn = "per_block_cast_with_precomputed_sf"
+    check_flags(fn, use_tma_aligned_col_major_sf=use_tma_aligned_col_major_sf, use_packed_ue8m0=use_packed_ue8m0)
     if use_tma_aligned_col_major_sf or use_packed_ue8m0:
         raise ValueError(f"{fn}: precomputed scales are row-major f32; use_tma_aligned_col_major_sf and "
                          f"use_packed_ue8m0 must be False")

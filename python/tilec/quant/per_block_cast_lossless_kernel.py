@@ -6,7 +6,7 @@ import torch
 from .. import _runtime
 from .._ops import kernel_op, PAIR
 from ..utils import ceil_div, is_power_of_two
-from .common import alloc_sf, check_block, data_arg, input_sf_args, kernel, sf_grid, sf_out_args
+from .common import alloc_sf, check_block, check_flags, data_arg, input_sf_args, kernel, sf_grid, sf_out_args
 
 
 @kernel_op(kinds={"x": PAIR})
@@ -19,6 +19,8 @@ def per_block_cast_lossless(x, fmt: str, x_block_size: Tuple[int, int], out_bloc
     fn = "per_block_cast_lossless"
     if fmt != "e4m3":
         raise ValueError(f"{fn}: fmt must be 'e4m3', got {fmt!r}")
+    check_flags(fn, use_tma_aligned_col_major_sf=use_tma_aligned_col_major_sf, round_sf=round_sf,
+                use_packed_ue8m0=use_packed_ue8m0)
     if use_packed_ue8m0 and not use_tma_aligned_col_major_sf:
         raise ValueError(f"{fn}: use_packed_ue8m0 needs use_tma_aligned_col_major_sf=True (packed scales are column-major)")
     if not isinstance(x, tuple) or len(x) != 2:

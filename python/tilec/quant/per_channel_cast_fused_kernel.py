@@ -7,7 +7,8 @@ import torch
 from .. import _runtime
 from .._ops import kernel_op, QUANT
 from ..utils import ceil_div
-from .common import FLOAT_IN, check_x2d, kernel
+from .._checks import check_int
+from .common import FLOAT_IN, check_flags, check_x2d, kernel
 
 
 @kernel_op(kinds={"x": QUANT})
@@ -20,8 +21,12 @@ def per_channel_cast_fused(x, fmt: str, num_per_tokens: int, round_sf: bool = Fa
     fn = "per_channel_cast_fused"
     if fmt != "e4m3":
         raise ValueError(f"{fn}: fmt must be 'e4m3', got {fmt!r}")
+    check_int(fn, "num_per_tokens", num_per_tokens)
     if num_per_tokens != 128:
         raise ValueError(f"{fn}: num_per_tokens must be 128, got {num_per_tokens}")
+    check_flags(fn, round_sf=round_sf)
+    if num_per_channels is not None:
+        check_int(fn, "num_per_channels", num_per_channels)
     xs = None
     if isinstance(x, tuple):
         if len(x) != 2:

@@ -4,7 +4,8 @@ import torch
 
 from .._ops import kernel_op
 
-from .common import FLOAT_IN, check_x2d
+from .._checks import check_int
+from .common import FLOAT_IN, check_flags, check_x2d
 from .per_channel_cast_fused_kernel import per_channel_cast_fused
 
 
@@ -15,9 +16,11 @@ def per_channel_cast(x: torch.Tensor, fmt: str, num_per_tokens: int, round_sf: b
     fn = "per_channel_cast"
     if fmt != "e4m3":
         raise ValueError(f"{fn}: fmt must be 'e4m3', got {fmt!r}")
+    check_flags(fn, round_sf=round_sf)
     check_x2d(x, fn)
     if x.dtype not in FLOAT_IN:
         raise ValueError(f"{fn}: x must be bfloat16 or float32, got {x.dtype}")
+    check_int(fn, "num_per_tokens", num_per_tokens)
     if num_per_tokens != 128:
         raise ValueError(f"{fn}: num_per_tokens must be 128, got {num_per_tokens}")
     T, H = x.shape

@@ -10,8 +10,8 @@ import torch
 from .. import _runtime
 from .._ops import kernel_op, QUANT
 from ..utils import align, ceil_div
-from .common import (FLOAT_IN, alloc_data_out, alloc_sf, check_block, check_float_x, check_layout_flags, data_arg,
-                     input_sf_args, kernel, pow2_divisor, sf_grid, sf_out_args, tile_shape)
+from .common import (FLOAT_IN, alloc_data_out, alloc_sf, check_block, check_flags, check_float_x, check_layout_flags,
+                     data_arg, input_sf_args, kernel, pow2_divisor, sf_grid, sf_out_args, tile_shape)
 from .per_token_cast_to_e5m6_kernel import per_token_cast_to_e5m6
 
 _FMTS = ("e4m3", "e2m1", "e5m6")
@@ -184,6 +184,7 @@ def per_token_cast_with_precomputed_sf(x, fmt: str, num_per_channels: int, sf: t
     fn = "per_token_cast_with_precomputed_sf"
     if fmt == "e5m6":
         raise ValueError(f"{fn}: fmt must be 'e4m3' or 'e2m1', got 'e5m6'")
+    check_flags(fn, use_tma_aligned_col_major_sf=use_tma_aligned_col_major_sf, use_packed_ue8m0=use_packed_ue8m0)
     if use_tma_aligned_col_major_sf or use_packed_ue8m0:
         raise ValueError(f"{fn}: precomputed scales are row-major f32; use_tma_aligned_col_major_sf and "
                          f"use_packed_ue8m0 must be False")

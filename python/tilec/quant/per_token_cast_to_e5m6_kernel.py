@@ -3,6 +3,7 @@ per_token_cast(fmt='e5m6'): one scale per row, 8 values in 12 bytes."""
 import torch
 
 from .. import _runtime
+from .._checks import check_int
 from .common import FLOAT_IN, alloc_sf, check_float_x, check_layout_flags, kernel, pow2_divisor, sf_out_args
 
 
@@ -13,6 +14,7 @@ def per_token_cast_to_e5m6(x: torch.Tensor, num_per_channels: int, use_tma_align
     fn = "per_token_cast"
     check_layout_flags(use_tma_aligned_col_major_sf, round_sf, use_packed_ue8m0, fn)
     check_float_x(x, fn)
+    check_int(fn, "num_per_channels", num_per_channels)
     T, H = x.shape
     if num_per_channels != H:
         raise ValueError(f"{fn}: fmt='e5m6' needs num_per_channels == hidden ({H}), got {num_per_channels}")

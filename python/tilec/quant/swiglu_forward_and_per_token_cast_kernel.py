@@ -6,6 +6,7 @@ import torch
 
 from .. import _runtime
 from .._ops import kernel_op
+from .._checks import check_float, check_int, check_no_overlap
 from .common import (FLOAT_IN, alloc_sf, check_layout_flags, f32, int_vector, kernel, row_tile, sf_out_args,
                      tile_shape)
 
@@ -27,6 +28,10 @@ def swiglu_forward_and_per_token_cast(x: torch.Tensor, fmt: str, num_per_channel
     if fmt != "e4m3":
         raise ValueError(f"{fn}: fmt must be 'e4m3', got {fmt!r}")
     check_layout_flags(use_tma_aligned_col_major_sf, round_sf, use_packed_ue8m0, fn)
+    if swiglu_clamp_value is not None:
+        check_float(fn, "swiglu_clamp_value", swiglu_clamp_value)
+    if sf_clamp_min is not None:
+        check_float(fn, "sf_clamp_min", sf_clamp_min)
     if not isinstance(x, torch.Tensor) or x.dtype not in FLOAT_IN:
         raise ValueError(f"{fn}: x must be a bfloat16 or float32 tensor")
     if x.dim() != 2:
@@ -37,7 +42,7 @@ def swiglu_forward_and_per_token_cast(x: torch.Tensor, fmt: str, num_per_channel
     hh = H2 // 2
     if H2 % 256:
         raise ValueError(f"{fn}: each half of x must have a multiple of 128 columns, got x.shape[1] = {H2}")
-    n = num_per_channels
+    n = check_int(fn, "num_per_channels", num_per_channels)
     if n not in (128, hh):
         raise ValueError(f"{fn}: num_per_channels must be 128 or the half width ({hh}), got {n}")
     if use_tma_aligned_col_major_sf and n != 128:
@@ -59,6 +64,10 @@ def swiglu_forward_and_per_token_cast(x: torch.Tensor, fmt: str, num_per_channel
         if (not isinstance(clamped_count, torch.Tensor) or clamped_count.dtype != torch.int64
                 or tuple(clamped_count.shape) != (3,) or not clamped_count.is_contiguous()):
             raise ValueError(f"{fn}: clamped_count must be a contiguous int64 tensor of shape (3,)")
+        if clamped_count.device != x.device:
+            raise ValueError(f"{fn}: clamped_count is on {clamped_count.device}, x on {x.device}")
+        check_no_overlap(fn, "clamped_count", clamped_count, x=x, pos_to_token_topk=pos_to_token_topk,
+                         topk_weights=topk_weights, pos_to_expert=pos_to_expert)
     out = torch.empty((N, hh), dtype=torch.float8_e4m3fn, device=x.device)
     sf, store = alloc_sf(N, hh // n, use_tma_aligned_col_major_sf, use_packed_ue8m0, x.device)
     if N == 0:
