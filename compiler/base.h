@@ -22,7 +22,7 @@ enum {
     TL_MAX_UNROLL = 4096,            /* iterations of one unrolled loop, and their product along a nest */
     TL_MAX_UNROLL_TOTAL = 16384,     /* copies of unrolled loop bodies in a kernel (the sum over its loops) */
     TL_MAX_CODE_SIZE = 1 << 16,      /* operations of a kernel's code after lowering and unrolling */
-    TL_MAX_LLVM_SIZE = 1 << 15,      /* LLVM instructions of a kernel's module before optimisation */
+    TL_MAX_LLVM_BLOCK = 1 << 14,     /* LLVM instructions of a basic block before optimisation */
     TL_MAX_SPECIALIZATIONS = 4096,   /* instances of one `specialize` declaration */
     TL_MAX_IDENT = 128,
     TL_MAX_INLINE_DEPTH = 32,        /* nested fn calls being inlined */
