@@ -4,8 +4,12 @@
 #ifndef TILEC_RT_INTERNAL_H
 #define TILEC_RT_INTERNAL_H
 
+#ifdef TILEC_NO_CUDA_H /* no CUDA toolkit: tilec's own declarations of the driver's ABI */
+#include "cuda_abi.h"
+#else
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#endif
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>

@@ -2,8 +2,13 @@
  * a bf16 tensor and checks every element on the host. It needs a GPU and a runtime built with the
  * compiler (TILEC_RUNTIME_WITH_COMPILER=ON); CI only compiles it. Build and run:
  *   cc jit_transpose.c -I$PREFIX/include -I/usr/local/cuda/include -L$PREFIX/lib -ltilec_runtime -lcuda
- *   ./a.out $PREFIX/share/tilec/kernels.tl */
+ *   ./a.out $PREFIX/share/tilec/kernels.tl
+ * (tilec's own build compiles it with runtime/cuda_abi.h where the toolkit, and so cuda.h, is missing.) */
+#ifdef TILEC_NO_CUDA_H
+#include "cuda_abi.h"
+#else
 #include <cuda.h>
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

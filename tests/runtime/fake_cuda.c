@@ -8,7 +8,11 @@
  *   TILEC_FAKE_SMS (132) TILEC_FAKE_CC (90) TILEC_FAKE_DRIVER_VERSION (13000)
  *   TILEC_FAKE_CONTEXT=1                the configuring thread starts with a current (user) context
  * Images it loads are text: PTX (".entry" lines) or the fake cubin its linker produces. */
+#ifdef TILEC_NO_CUDA_H /* no CUDA toolkit: tilec's own declarations of the driver's ABI */
+#include "cuda_abi.h"
+#else
 #include <cuda.h>
+#endif
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
