@@ -157,7 +157,7 @@ def mapping(T, K, E, align=16, seed=0):
 
 
 @pytest.mark.parametrize("H, dtype", [(576, torch.bfloat16), (2560, torch.bfloat16), (96, torch.float32),
-                                      (1025, torch.uint8), (7168, torch.bfloat16)])
+                                      (1025, torch.float8_e4m3fn), (7168, torch.bfloat16)])
 def test_expand_to_fused(H, dtype):
     T, K, E = 33, 6, 9
     p2e, _, _, ttp, *_ = mapping(T, K, E, seed=H)
@@ -177,7 +177,7 @@ def test_expand_to_fused_zero_tokens():
 def test_expand_to_fused_with_sf(col, packed, npc):
     T, K, E, H = 29, 8, 9, 576
     p2e, _, _, ttp, *_ = mapping(T, K, E, seed=npc)
-    data = torch.randint(0, 255, (T, H), dtype=torch.uint8)
+    data = torch.randint(0, 255, (T, H), dtype=torch.uint8).view(torch.float8_e4m3fn)   # every byte, NaN codes too
     ng = (H + npc - 1) // npc
     sf = torch.randint(1, 1 << 30, (T, (ng + 3) // 4), dtype=torch.int32) if packed else torch.rand(T, ng)
     out, osf = moe.expand_to_fused_with_sf((data, sf), npc, ttp, p2e, use_tma_aligned_col_major_sf=col)
@@ -192,7 +192,7 @@ def test_expand_to_fused_with_sf_many_scales(col):
     second loop."""
     T, K, E, H = 9, 4, 5, 8192
     p2e, _, _, ttp, *_ = mapping(T, K, E, seed=3)
-    data = torch.randint(0, 255, (T, H), dtype=torch.uint8)
+    data = torch.randint(0, 255, (T, H), dtype=torch.uint8).view(torch.float8_e4m3fn)
     sf = torch.rand(T, H // 32)
     out, osf = moe.expand_to_fused_with_sf((data, sf), 32, ttp, p2e, use_tma_aligned_col_major_sf=col)
     rout, rsf = ref.expand_to_fused_with_sf((data, sf), 32, ttp, p2e, use_tma_aligned_col_major_sf=col)
@@ -355,7 +355,7 @@ def test_expand_and_reduce_out_of_range_positions():
     got = moe.expand_to_fused(x, http, p2e, invalid_count=bad)
     assert_equal(got[defined], ref.expand_to_fused(x, cttp, p2e)[defined])
     assert bad.item() == n
-    q, sf = torch.randint(0, 255, (T, H), dtype=torch.uint8), torch.rand(T, H // 128)
+    q, sf = torch.randint(0, 255, (T, H), dtype=torch.uint8).view(torch.float8_e4m3fn), torch.rand(T, H // 128)
     bad = counter()
     got = moe.expand_to_fused_with_sf((q, sf), 128, http, p2e, invalid_count=bad)
     want = ref.expand_to_fused_with_sf((q, sf), 128, cttp, p2e)

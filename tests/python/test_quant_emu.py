@@ -512,8 +512,9 @@ def test_unpack_from_e2m1fn_x2():
 
 # ---- transposes (§2.19-§2.20) ----------------------------------------------------------------
 
-# 1, 2 and 4-byte types (int8 for bytes: uint8 stands in for float8 here, see the module doc)
-TR_CASES = rotate(list(itertools.product([torch.int8, torch.bfloat16, torch.float16, torch.float32, torch.int32],
+# 1, 2 and 4-byte types: both float8 formats and int8 for bytes
+TR_CASES = rotate(list(itertools.product([F8, torch.float8_e5m2, torch.int8, torch.bfloat16, torch.float16,
+                                          torch.float32, torch.int32],
                                          [(64, 576), (192, 640), (128, 64)])),
                   ["contiguous", "2N", "N+4"])
 
@@ -524,17 +525,18 @@ def test_transpose(dtype, mn, rows):
     pitch = {"contiguous": n, "2N": 2 * n, "N+4": n + 4}[rows]
     base = torch.randint(-128, 128, (m, pitch), dtype=torch.int32)
     if dtype.is_floating_point:
-        base = (torch.randn((m, pitch)) * 100).to(dtype)
+        base = (torch.randn((m, pitch)) * 100).clamp(-448, 448).to(dtype)   # within e4m3's range
     else:
         base = base.to(dtype)
     x = base[:, :n]
     assert_equal(TR.transpose(x), x.T.contiguous())
 
 
-@pytest.mark.parametrize("dtype, b, m, n", [(torch.int8, 3, 64, 640), (torch.bfloat16, 2, 192, 576),
+@pytest.mark.parametrize("dtype, b, m, n", [(F8, 3, 64, 640), (torch.int8, 2, 128, 64), (torch.bfloat16, 2, 192, 576),
                                             (torch.float32, 3, 128, 192), (torch.bfloat16, 1, 64, 64)], ids=str)
 def test_batched_transpose(dtype, b, m, n):
-    x = (torch.randn((b, m, n)) * 100).to(dtype)
+    lo, hi = (-448, 448) if dtype.is_floating_point else (-128, 127)   # within e4m3's and int8's ranges
+    x = (torch.randn((b, m, n)) * 100).clamp(lo, hi).to(dtype)
     assert_equal(TR.batched_transpose(x), x.transpose(1, 2).contiguous())
 
 

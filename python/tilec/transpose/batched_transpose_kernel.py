@@ -10,11 +10,8 @@ from ..utils import ceil_div
 _BITS_AS = {1: (torch.uint8, "u8"), 2: (torch.bfloat16, "bf16"), 4: (torch.float32, "f32")}
 
 
-_NAMES = {torch.uint8: "u8", torch.int8: "i8", torch.bfloat16: "bf16", torch.float16: "f16", torch.int16: "i16",
-          torch.float32: "f32", torch.int32: "i32"}
-for _attr, _name in (("float8_e4m3fn", "e4m3"), ("float8_e5m2", "e5m2")):
-    if hasattr(torch, _attr) and getattr(torch, _attr) not in _NAMES:
-        _NAMES[getattr(torch, _attr)] = _name
+_NAMES = {torch.uint8: "u8", torch.int8: "i8", torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2",
+          torch.bfloat16: "bf16", torch.float16: "f16", torch.int16: "i16", torch.float32: "f32", torch.int32: "i32"}
 _configs = {}
 
 
